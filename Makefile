@@ -1,0 +1,31 @@
+# Two commands for a newcomer: `make demo` (the main job, offline) and `make test` (the harness's own tests).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := xvfb xauth chromium xclip xdotool fonts-wqy-microhei python3-tk
+WORKERS ?= 2
+
+.PHONY: setup demo test bench clean
+
+setup: $(VENV)/.installed
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e . 
+	touch $@
+
+demo: setup
+	$(VENV)/bin/pytest -n $(WORKERS) suites/local -p no:randomly -q $(ARGS)
+
+test: setup
+	$(VENV)/bin/pytest -n $(WORKERS) tests -q $(ARGS)
+
+clean:
+	rm -rf $(VENV) reports

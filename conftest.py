@@ -1,0 +1,1 @@
+"""Repository-level defaults only: the repository root is importable, so suites and tests reach `fixtures`."""

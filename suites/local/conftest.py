@@ -1,0 +1,36 @@
+"""The embedded offline suite: five sites on 127.0.0.1, tasks with their own verifiers and oracle solutions."""
+
+import pytest
+
+from fixtures.sites.environment import OfflineSites
+from fixtures.sites.server import SiteServer
+from fixtures.tasks import local_population
+from webeval.judges.verifier import verifier_judge
+from webeval.plugin import suite
+
+POPULATION, TASKS = local_population()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.policy is None:
+        config.option.policy = "oracle"  # this suite proves itself without a model
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    suite.parametrize(metafunc, POPULATION, TASKS)
+
+
+@pytest.fixture(scope="session")
+def local_sites():
+    with SiteServer() as server:
+        yield server
+
+
+@pytest.fixture
+def webeval_environment(local_sites):
+    return OfflineSites(local_sites)
+
+
+@pytest.fixture
+def webeval_judge():
+    return verifier_judge

@@ -1,0 +1,1 @@
+"""webeval: a pytest-native harness that evaluates visual web agents."""

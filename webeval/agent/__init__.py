@@ -1,0 +1,1 @@
+"""The agent: the loop, its budgets and the trajectory it leaves."""

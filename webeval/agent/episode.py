@@ -1,0 +1,63 @@
+"""What one episode produced: the agent's result, and the evidence a judge reads later with no browser."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from webeval.outcomes.record import FailureClass, InfraError
+
+
+@dataclass
+class StepRecord:
+    step: int
+    screenshot: str
+    url: str
+    title: str
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    error: str | None = None
+    raw: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Episode:
+    task_id: str
+    folder: Path
+    answer: str | None = None
+    status: str | None = None  # what terminate said: success | failure
+    failure_class: FailureClass | None = None  # set when the agent's run alone decides the failure
+    reason: str = ""
+    infra: InfraError | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    duration_s: float = 0.0
+    final_url: str = ""
+    state: dict[str, Any] | None = None
+
+    @property
+    def screenshots(self) -> list[Path]:
+        return [self.folder / s.screenshot for s in self.steps]
+
+    def evidence(self, goal: str) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "goal": goal,
+            "answer": self.answer,
+            "status": self.status,
+            "failure_class": self.failure_class.value if self.failure_class else None,
+            "reason": self.reason,
+            "infra": {"kind": self.infra.kind, "message": self.infra.message} if self.infra else None,
+            "final_url": self.final_url,
+            "urls": [s.url for s in self.steps],
+            "actions": [a for s in self.steps for a in s.actions],
+            "screenshots": [s.screenshot for s in self.steps],
+            "state": self.state,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+def step_json(record: StepRecord) -> dict[str, Any]:
+    return asdict(record)

@@ -1,0 +1,154 @@
+"""The agent loop: observe -> policy -> validate -> execute, until terminate or a budget runs out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.async_api import Error as PlaywrightError
+
+from webeval.actions import ActionError, Observation, Terminate, parse_turn
+from webeval.agent.episode import Episode, StepRecord, step_json
+from webeval.outcomes.record import FailureClass, InfraError
+from webeval.policy.base import Policy
+from webeval.runtime.executor import execute
+from webeval.runtime.input import VisibleInput
+from webeval.runtime.observe import screenshot_png
+from webeval.runtime.session import LastTabClosed, TaskSession
+from webeval.tasks import Task
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_steps: int = 30
+    step_timeout_s: float = 120.0
+    task_timeout_s: float = 900.0
+    max_invalid: int = 3  # consecutive invalid replies before the episode fails as invalid_output
+    start_retries: int = 2
+
+
+async def open_start_page(session: TaskSession, url: str, retries: int) -> None:
+    """Navigation transport errors are retried, then they are infrastructure, not the agent's fault."""
+    last = ""
+    for _ in range(retries + 1):
+        try:
+            await session.goto(url)
+            return
+        except PlaywrightError as exc:
+            last = str(exc).splitlines()[0]
+            if session.active is None or session.active.is_closed():
+                break
+    raise InfraError("navigation", f"could not open {url}: {last}")
+
+
+async def _write(path: Path, data: bytes) -> None:
+    await asyncio.to_thread(path.write_bytes, data)
+
+
+class AgentLoop:
+    def __init__(self, session: TaskSession, device: VisibleInput, policy: Policy, budgets: Budgets) -> None:
+        self.session = session
+        self.device = device
+        self.policy = policy
+        self.budgets = budgets
+
+    async def run(self, task: Task, folder: Path) -> Episode:
+        episode = Episode(task_id=task.id, folder=folder)
+        began = time.monotonic()
+        max_steps = task.max_steps or self.budgets.max_steps
+        try:
+            async with asyncio.timeout(self.budgets.task_timeout_s):
+                await open_start_page(self.session, task.start_url, self.budgets.start_retries)
+                await self.policy.begin(task)
+                await self._steps(episode, max_steps)
+        except TimeoutError:
+            episode.failure_class = FailureClass.time_budget
+            episode.reason = f"the task took longer than {self.budgets.task_timeout_s:.0f} s"
+        except InfraError as exc:
+            episode.infra = exc
+        except LastTabClosed as exc:
+            episode.failure_class = FailureClass.closed_last_tab
+            episode.reason = str(exc)
+        except PlaywrightError as exc:
+            episode.infra = InfraError("browser", str(exc).splitlines()[0])
+        finally:
+            episode.duration_s = time.monotonic() - began
+            active = self.session.active
+            episode.final_url = active.url if active is not None and not active.is_closed() else ""
+            await self.policy.end()
+        return episode
+
+    async def _steps(self, episode: Episode, max_steps: int) -> None:
+        last_result: str | None = None
+        invalid = 0
+        with open(episode.folder / "trajectory.jsonl", "a", encoding="utf-8") as trajectory:
+            for number in range(1, max_steps + 1):
+                try:
+                    record, last_result, done = await asyncio.wait_for(
+                        self._step(episode, number, last_result), self.budgets.step_timeout_s)
+                except asyncio.TimeoutError:
+                    raise InfraError("step_timeout", f"step {number} took over {self.budgets.step_timeout_s:.0f} s")
+                episode.steps.append(record)
+                trajectory.write(json.dumps(step_json(record), ensure_ascii=False) + "\n")
+                trajectory.flush()
+                if done:
+                    return
+                invalid = invalid + 1 if record.error else 0
+                if invalid >= self.budgets.max_invalid:
+                    episode.failure_class = FailureClass.invalid_output
+                    episode.reason = f"{invalid} invalid replies in a row; last: {record.error}"
+                    return
+        episode.failure_class = FailureClass.step_budget
+        episode.reason = f"no answer within {max_steps} steps"
+
+    async def _step(self, episode: Episode, number: int, last_result: str | None) -> tuple[StepRecord, str | None, bool]:
+        session = self.session
+        timings: dict[str, float] = {}
+        t0 = time.monotonic()
+        timings["settle"] = await session.settle()
+        t1 = time.monotonic()
+        png = await screenshot_png(session.display)
+        page = session.require_active()
+        title = await page.title()
+        events = session.take_events()
+        note = "; ".join(filter(None, [last_result, *events])) or None
+        observation = Observation(step=number, screenshot_png=png, size=(session.display.width, session.display.height),
+                                  url=page.url, title=title, tabs=await session.tabs(), last_result=note)
+        shot = f"step-{number:03d}.png"
+        writing = asyncio.ensure_future(_write(episode.folder / shot, png))
+        t2 = time.monotonic()
+        timings["observe"] = t2 - t1
+        turn = await self.policy.act(observation)
+        t3 = time.monotonic()
+        timings["policy"] = t3 - t2
+        record = StepRecord(step=number, screenshot=shot, url=page.url, title=title, raw=turn.raw, usage=turn.usage)
+        try:
+            actions = parse_turn([(c.name, c.arguments) for c in turn.calls], observation.size)
+        except ActionError as exc:
+            record.error = str(exc)
+            await writing
+            return record, f"error: {exc}", False
+        timings["validate"] = time.monotonic() - t3
+        t4 = time.monotonic()
+        done = False
+        results = []
+        for action in actions:
+            record.actions.append(action.model_dump(exclude_none=True, exclude_defaults=False))
+            if isinstance(action, Terminate):
+                episode.answer = action.answer
+                episode.status = action.status
+                if action.status == "failure":
+                    episode.failure_class = FailureClass.gave_up
+                    episode.reason = f"the agent gave up: {action.answer}"
+                done = True
+                break
+            results.append(await execute(action, session, self.device))
+        record.results = results
+        timings["execute"] = time.monotonic() - t4
+        await writing
+        timings["step"] = time.monotonic() - t0
+        record.timings = {k: round(v, 4) for k, v in timings.items()}
+        return record, "; ".join(results) or None, done

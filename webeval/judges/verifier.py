@@ -1,0 +1,93 @@
+"""The programmatic verifier: reference answers with normalized matching, and checks of server-side state."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from webeval.outcomes.record import JudgeError
+from webeval.outcomes.verdict import Verdict
+from webeval.tasks import StateCheck, Task, VerifierSpec
+
+_DROP = re.compile(r"[^\w.%/:+-]+")
+
+
+def normalize(text: str) -> str:
+    """Casefolded, NFKC, currency and punctuation dropped, whitespace collapsed: '$1,299.00 ' -> '1299.00'."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace(",", "")
+    text = _DROP.sub(" ", text)
+    text = re.sub(r"(?<!\w)[.:/+-]+|[.:/+-]+(?!\w)", " ", text)
+    return " ".join(text.split())
+
+
+def answer_matches(answer: str, references: list[str]) -> str | None:
+    """The first reference that the answer equals or contains as whole words (after normalizing), else None."""
+    said = f" {normalize(answer)} "
+    for reference in references:
+        wanted = normalize(reference)
+        if wanted and f" {wanted} " in said:
+            return reference
+    return None
+
+
+def lookup(document: Any, path: str) -> Any:
+    node = document
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(path)
+    return node
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            key in actual and _contains(actual[key], value) for key, value in expected.items()
+        )
+    if isinstance(expected, list):
+        return isinstance(actual, list) and all(any(_contains(a, e) for a in actual) for e in expected)
+    return actual == expected
+
+
+def check_state(check: StateCheck, state: dict[str, Any]) -> str | None:
+    """None when the check holds, else why it does not."""
+    try:
+        actual = lookup(state, check.path)
+    except KeyError:
+        return f"state has no {check.path!r}"
+    if check.equals is not None and actual != check.equals:
+        return f"{check.path} is {actual!r}, expected {check.equals!r}"
+    if check.contains is not None and not _contains(actual, check.contains):
+        return f"{check.path} is {actual!r}, expected it to contain {check.contains!r}"
+    return None
+
+
+def verify(spec: VerifierSpec, answer: str | None, state: dict[str, Any]) -> Verdict:
+    problems: list[str] = []
+    details: dict[str, Any] = {}
+    if spec.answer:
+        matched = answer_matches(answer or "", spec.answer) if answer is not None else None
+        details["answer"] = {"given": answer, "references": spec.answer, "matched": matched}
+        if answer is None:
+            problems.append("no answer was given")
+        elif matched is None:
+            problems.append(f"answer {answer!r} matches none of {spec.answer!r}")
+    for check in spec.state:
+        problem = check_state(check, state)
+        details[check.path] = problem or "ok"
+        if problem:
+            problems.append(problem)
+    if problems:
+        return Verdict(success=False, reason="; ".join(problems), judge="verifier", details=details)
+    return Verdict(success=True, reason="every check holds", judge="verifier", details=details)
+
+
+async def verifier_judge(task: Task, evidence: dict[str, Any]) -> Verdict:
+    """The judge of offline tasks: their own programmatic verifier, over the evidence."""
+    if task.verifier is None:
+        raise JudgeError(f"task {task.id} has no verifier")
+    return verify(task.verifier, evidence.get("answer"), evidence.get("state") or {})

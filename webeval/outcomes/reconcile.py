@@ -1,0 +1,172 @@
+"""Reconciliation against the fixed denominator: every id of the population counts, run or not."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.tasks import Population
+
+
+class SiteRate(BaseModel):
+    n: int = 0
+    passed: int = 0
+    failed: int = 0
+    masked: int = 0
+    missing: int = 0
+    score: float = 0.0
+
+
+class Summary(BaseModel):
+    population: str
+    sha256: str
+    n: int
+    passed: int
+    failed: int
+    masked: dict[str, int]
+    missing: list[str]
+    duplicates: list[str]
+    unexpected: list[str]
+    score: float
+    score_completed: float | None
+    per_site: dict[str, SiteRate]
+    failure_classes: dict[str, int]
+    complete: bool
+    final: dict[str, str]  # task id -> its final outcome ("missing" when it has none)
+
+
+def site_of(task_id: str) -> str:
+    return task_id.split("--", 1)[0]
+
+
+def _mask_key(record: AttemptRecord) -> str:
+    return f"{record.outcome.value}[{record.kind}]" if record.kind else record.outcome.value
+
+
+def final_records(population: Population, records: list[AttemptRecord]) -> tuple[dict[str, AttemptRecord], list[str]]:
+    """Each id's final record (its valid one, else its latest masked one) and the ids with two valid records.
+
+    Records are in append order; a later valid record from the same run supersedes an earlier one (a re-judged
+    task), while valid records from two different runs are a duplicate.
+    """
+    expected = set(population.ids)
+    final: dict[str, AttemptRecord] = {}
+    valid_runs: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        if record.task_id not in expected:
+            continue
+        current = final.get(record.task_id)
+        if record.outcome.valid:
+            valid_runs[record.task_id].add(record.run_id)
+            final[record.task_id] = record
+        elif current is None or not current.outcome.valid:
+            final[record.task_id] = record
+    duplicates = sorted(tid for tid, runs in valid_runs.items() if len(runs) > 1)
+    return final, duplicates
+
+
+def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
+    final, duplicates = final_records(population, records)
+    unexpected = sorted({r.task_id for r in records} - set(population.ids))
+    masked: Counter[str] = Counter()
+    classes: Counter[str] = Counter()
+    per_site: dict[str, SiteRate] = defaultdict(SiteRate)
+    missing: list[str] = []
+    passed = failed = 0
+    for task_id in population.ids:
+        site = per_site[site_of(task_id)]
+        site.n += 1
+        record = final.get(task_id)
+        if record is None:
+            missing.append(task_id)
+            site.missing += 1
+        elif record.outcome is Outcome.passed:
+            passed += 1
+            site.passed += 1
+        elif record.outcome is Outcome.failed:
+            failed += 1
+            site.failed += 1
+            if record.failure_class:
+                classes[record.failure_class.value] += 1
+        else:
+            masked[_mask_key(record)] += 1
+            site.masked += 1
+    for site in per_site.values():
+        site.score = site.passed / site.n if site.n else 0.0
+    n = population.size
+    completed = passed + failed
+    return Summary(
+        population=population.name,
+        sha256=population.sha256,
+        n=n,
+        passed=passed,
+        failed=failed,
+        masked=dict(sorted(masked.items())),
+        missing=missing,
+        duplicates=duplicates,
+        unexpected=unexpected,
+        score=passed / n if n else 0.0,
+        score_completed=passed / completed if completed else None,
+        per_site=dict(sorted(per_site.items())),
+        failure_classes=dict(sorted(classes.items())),
+        complete=completed == n and not duplicates,
+        final={tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids},
+    )
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    """The summary as terminal lines: the figures first, then one row per site."""
+    masked = sum(summary.masked.values())
+    state = "complete" if summary.complete else "INCOMPLETE"
+    completed = summary.passed + summary.failed
+    lines = [
+        f"webeval: {summary.population} ({summary.sha256[:12]}): {state}, {completed} of {summary.n} completed",
+        f"  score {summary.passed}/{summary.n} = {summary.score:.1%}"
+        + (f"  (over completed: {summary.score_completed:.1%})" if summary.score_completed is not None else ""),
+        f"  passed {summary.passed}  failed {summary.failed}  masked {masked}  missing {len(summary.missing)}"
+        f"  duplicates {len(summary.duplicates)}  unexpected {len(summary.unexpected)}",
+    ]
+    if summary.masked:
+        lines.append("  masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items()))
+    if summary.failure_classes:
+        lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
+    width = max((len(s) for s in summary.per_site), default=4)
+    lines.append(f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  score")
+    for name, site in summary.per_site.items():
+        lines.append(
+            f"  {name:<{width}}  {site.n:>4} {site.passed:>4} {site.failed:>4} {site.masked:>4} {site.missing:>4}"
+            f"  {site.score:.1%}"
+        )
+    return lines
+
+
+def summary_markdown(summary: Summary) -> str:
+    rows = [
+        f"# {summary.population}: {'complete' if summary.complete else 'incomplete'}",
+        "",
+        f"sha256 `{summary.sha256}`",
+        "",
+        "| N | passed | failed | masked | missing | duplicates | unexpected | score | score over completed |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {summary.n} | {summary.passed} | {summary.failed} | {sum(summary.masked.values())} | "
+        f"{len(summary.missing)} | {len(summary.duplicates)} | {len(summary.unexpected)} | {summary.score:.1%} | "
+        + (f"{summary.score_completed:.1%} |" if summary.score_completed is not None else "- |"),
+        "",
+        "| site | n | passed | failed | masked | missing | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, site in summary.per_site.items():
+        rows.append(f"| {name} | {site.n} | {site.passed} | {site.failed} | {site.masked} | {site.missing} | "
+                    f"{site.score:.1%} |")
+    if summary.masked:
+        rows += ["", "Masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items())]
+    if summary.missing:
+        rows += ["", "Missing: " + ", ".join(summary.missing)]
+    return "\n".join(rows) + "\n"
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return summary.model_dump(mode="json")

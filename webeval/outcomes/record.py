@@ -1,0 +1,70 @@
+"""Outcomes of one attempt at a task, as written one per line to a run's results.jsonl."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Outcome(str, Enum):
+    passed = "passed"
+    failed = "failed"
+    infra_error = "infra_error"
+    judge_failed = "judge_failed"
+    not_run = "not_run"
+    harness_error = "harness_error"
+
+    @property
+    def valid(self) -> bool:
+        """A valid outcome scores; every other one masks the task and leaves the run incomplete."""
+        return self in (Outcome.passed, Outcome.failed)
+
+
+class FailureClass(str, Enum):
+    wrong_answer = "wrong_answer"
+    wrong_state = "wrong_state"
+    no_answer = "no_answer"
+    gave_up = "gave_up"
+    step_budget = "step_budget"
+    time_budget = "time_budget"
+    invalid_output = "invalid_output"
+    refusal = "refusal"
+    closed_last_tab = "closed_last_tab"
+    judge_unparseable = "judge_unparseable"
+    replay_diverged = "replay_diverged"
+
+
+class InfraError(Exception):
+    """The episode broke for a reason that is not the model's: it is masked, never scored as 0."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class JudgeError(Exception):
+    """The judge could not give a verdict (transport, timeout, authentication, HTTP or schema error)."""
+
+
+class AttemptRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    task_id: str
+    site: str = ""
+    attempt: int = 1
+    outcome: Outcome
+    failure_class: FailureClass | None = None
+    kind: str | None = None  # the infra / precondition kind of a masked outcome
+    reason: str = ""
+    answer: str | None = None
+    steps: int = 0
+    duration_s: float = 0.0
+    verdict: dict[str, Any] | None = None
+    worker: str = "main"
+    finished_at: str = ""
+    path: str | None = None  # the attempt folder, relative to the run directory
+    extra: dict[str, Any] = Field(default_factory=dict)

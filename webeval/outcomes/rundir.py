@@ -1,0 +1,95 @@
+"""The run directory: population.json, an append-only results.jsonl shared by every worker, one folder per attempt."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+from filelock import FileLock
+
+from webeval.outcomes.record import AttemptRecord
+from webeval.tasks import Population
+
+RESULTS = "results.jsonl"
+POPULATION = "population.json"
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path / ".results.lock"))
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @staticmethod
+    def default_path(root: Path = Path("reports/runs")) -> Path:
+        return root / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+    def create(self, population: Population) -> "RunDir":
+        self.path.mkdir(parents=True, exist_ok=True)
+        target = self.path / POPULATION
+        if not target.exists():
+            # Every worker may get here at once: write aside, then rename, so no reader sees half a file.
+            aside = target.with_name(f".{POPULATION}.{os.getpid()}")
+            aside.write_text(population.model_dump_json(indent=2))
+            os.replace(aside, target)
+        return self
+
+    def population(self) -> Population:
+        return Population.model_validate_json((self.path / POPULATION).read_text())
+
+    def attempt_dir(self, task_id: str) -> tuple[int, Path]:
+        """A new folder for the next attempt at a task; mkdir is atomic, so workers never share one."""
+        base = self.path / "tasks" / task_id
+        base.mkdir(parents=True, exist_ok=True)
+        attempt = 1
+        while True:
+            folder = base / f"attempt-{attempt}"
+            try:
+                folder.mkdir()
+                return attempt, folder
+            except FileExistsError:
+                attempt += 1
+
+    def append(self, record: AttemptRecord) -> None:
+        if not record.finished_at:
+            record = record.model_copy(update={"finished_at": datetime.now(timezone.utc).isoformat()})
+        line = record.model_dump_json() + "\n"
+        with self._lock:
+            with open(self.path / RESULTS, "a", encoding="utf-8") as out:
+                # A killed writer can leave a torn last line; start ours on a fresh one.
+                if out.tell() and not _ends_with_newline(self.path / RESULTS):
+                    out.write("\n")
+                out.write(line)
+                out.flush()
+                os.fsync(out.fileno())
+
+    def records(self) -> list[AttemptRecord]:
+        return read_records(self.path / RESULTS)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def read_records(path: Path) -> list[AttemptRecord]:
+    """Every intact record; a torn or corrupt line is skipped with a warning that names it."""
+    if not path.exists():
+        return []
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(AttemptRecord.model_validate(json.loads(line)))
+            except (json.JSONDecodeError, ValueError):
+                warnings.warn(f"{path}:{number}: ignoring a torn or corrupt record", stacklevel=2)
+    return records

@@ -1,0 +1,54 @@
+"""The pytest plugin: thin hooks that turn pytest's life cycle into calls of the layers below."""
+
+from __future__ import annotations
+
+import pytest
+
+from webeval.outcomes.rundir import RunDir
+from webeval.plugin import episode, options, record, runtime, suite, summary
+from webeval.plugin.options import Settings, run_dir_path, settings
+from webeval.plugin.policies import check_policy, describe
+from webeval.plugin.record import RUN_DIR
+
+_PARTS = (options, runtime, episode, record, suite, summary)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    for part in _PARTS:
+        if not pluginmanager.is_registered(part):
+            pluginmanager.register(part, f"webeval.{part.__name__.rsplit('.', 1)[-1]}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "site(name): the website a task runs on")
+    if config.option.help or getattr(config.option, "version", False):
+        return
+    config.stash[RUN_DIR] = RunDir(run_dir_path(config))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    settings(config)  # a bad option stops the session here, before any task
+    if config.option.policy is not None:
+        check_policy(config.option.policy)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    run_dir = config.stash.get(RUN_DIR, None)
+    return [describe(config.option.policy), f"run directory: {run_dir.path if run_dir else '-'}"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist: every worker writes into the controller's run directory."""
+    node.workerinput["webeval_run_dir"] = str(node.config.stash[RUN_DIR].path)
+
+
+@pytest.fixture(scope="session")
+def webeval_settings(pytestconfig: pytest.Config) -> Settings:
+    return settings(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def webeval_run_dir(pytestconfig: pytest.Config) -> RunDir:
+    return pytestconfig.stash[RUN_DIR]

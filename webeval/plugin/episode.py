@@ -1,0 +1,101 @@
+"""Running one task as one test: episode, evidence, verdict; infrastructure failures become xfail, never a 0."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from webeval.agent.environment import Environment
+from webeval.agent.episode import Episode
+from webeval.agent.loop import AgentLoop
+from webeval.outcomes.record import InfraError, JudgeError
+from webeval.outcomes.verdict import Verdict
+from webeval.outcomes.rundir import RunDir
+from webeval.plugin.keys import ATTEMPT, EPISODE, VERDICT
+from webeval.plugin.options import Settings
+from webeval.plugin.policies import make_policy
+from webeval.plugin.runtime import WorkerRuntime
+from webeval.tasks import Task
+
+Judge = Callable[[Task, dict[str, Any]], Awaitable[Verdict]]  # reads the evidence only
+
+
+@pytest.fixture
+def webeval_environment() -> Environment:
+    """Suites with sites of their own override this."""
+    return Environment()
+
+
+@pytest.fixture
+def webeval_judge() -> Judge:
+    """Suites choose their judge by overriding this fixture."""
+
+    async def no_judge(task: Task, evidence: dict[str, Any]) -> Verdict:
+        raise JudgeError("this suite chose no judge")
+
+    return no_judge
+
+
+def write_evidence(episode: Episode, task: Task) -> None:
+    (episode.folder / "evidence.json").write_text(
+        json.dumps(episode.evidence(task.goal), indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+async def run_episode(
+    item: pytest.Item, task: Task, runtime: WorkerRuntime, settings: Settings, run_dir: RunDir,
+    environment: Environment,
+) -> Episode:
+    prepared = environment.prepare(task)
+    attempt, folder = run_dir.attempt_dir(task.id)
+    item.stash[ATTEMPT] = (attempt, folder)
+    session = await runtime.browser.new_session(folder, settings.settle_cap_s)
+    try:
+        if prepared.cookies:
+            await session.context.add_cookies(prepared.cookies)
+        policy = make_policy(settings, session, prepared)
+        episode = await AgentLoop(session, runtime.device, policy, settings.budgets).run(prepared.task, folder)
+        if prepared.read_state is not None:
+            episode.state = prepared.read_state()
+        write_evidence(episode, prepared.task)
+    finally:
+        await session.close()
+    item.stash[EPISODE] = episode
+    return episode
+
+
+async def judge_episode(judge: Judge, task: Task, episode: Episode) -> Verdict:
+    if episode.failure_class is not None:
+        # The agent's own run decided it: no answer, a budget spent, invalid output, the last tab closed.
+        return Verdict(success=False, reason=episode.reason, judge="agent")
+    return await judge(task, episode.evidence(task.goal))
+
+
+@pytest.fixture
+def run_task(
+    request: pytest.FixtureRequest, webeval_ready_runtime: WorkerRuntime, webeval_settings: Settings,
+    webeval_run_dir: RunDir, webeval_environment: Environment, webeval_judge: Judge,
+) -> Callable[[Task], Awaitable[Verdict]]:
+    """`verdict = await run_task(task)`: the episode, its evidence and the judge's verdict."""
+
+    async def run(task: Task) -> Verdict:
+        episode = await run_episode(request.node, task, webeval_ready_runtime, webeval_settings, webeval_run_dir,
+                                    webeval_environment)
+        if episode.infra is not None:
+            pytest.xfail(f"infra[{episode.infra.kind}]: {episode.infra.message}")
+        try:
+            verdict = await judge_episode(webeval_judge, task, episode)
+        except JudgeError as exc:
+            pytest.xfail(f"judge_failed: {exc}")
+        request.node.stash[VERDICT] = verdict
+        (episode.folder / "verdict.json").write_text(verdict.model_dump_json(indent=2), encoding="utf-8")
+        return verdict
+
+    return run
+
+
+def worker_id() -> str:
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+

@@ -1,0 +1,71 @@
+"""Command-line options of the harness, and the settings they make."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from webeval.agent.loop import Budgets
+
+_SCREEN = re.compile(r"^(\d{3,5})x(\d{3,5})$")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("webeval", "webeval: evaluate visual web agents")
+    group.addoption("--policy", default=None, help="who acts: oracle (the tasks' own solutions) or a model policy")
+    group.addoption("--run-dir", default=None, help="run directory (default reports/runs/<timestamp>)")
+    group.addoption("--screen", default="1280x720", help="screen and screenshot size WxH (default 1280x720)")
+    group.addoption("--max-steps", type=int, default=30, help="step budget per task (default 30)")
+    group.addoption("--step-timeout", type=float, default=120.0, help="seconds one step may take (default 120)")
+    group.addoption("--task-timeout", type=float, default=900.0, help="seconds one task may take (default 900)")
+    group.addoption("--settle-cap", type=float, default=3.0, help="longest wait for a page to settle, s (default 3)")
+    group.addoption("--browser-path", default=None, help="Chromium executable (default $WEBEVAL_CHROMIUM or system)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    policy: str | None
+    screen: tuple[int, int]
+    budgets: Budgets
+    settle_cap_s: float
+    browser_path: str | None
+
+
+def screen_size(text: str) -> tuple[int, int]:
+    match = _SCREEN.match(text)
+    if not match:
+        raise pytest.UsageError(f"--screen {text!r}: expected WIDTHxHEIGHT, for example 1280x720")
+    return int(match[1]), int(match[2])
+
+
+def settings(config: pytest.Config) -> Settings:
+    option = config.option
+    for name in ("max_steps",):
+        if getattr(option, name) < 1:
+            raise pytest.UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    for name in ("step_timeout", "task_timeout", "settle_cap"):
+        if getattr(option, name) <= 0:
+            raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive")
+    return Settings(
+        policy=option.policy,
+        screen=screen_size(option.screen),
+        budgets=Budgets(max_steps=option.max_steps, step_timeout_s=option.step_timeout,
+                        task_timeout_s=option.task_timeout),
+        settle_cap_s=option.settle_cap,
+        browser_path=option.browser_path,
+    )
+
+
+def run_dir_path(config: pytest.Config) -> Path:
+    """The same run directory on the xdist controller and on every worker."""
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and "webeval_run_dir" in worker_input:
+        return Path(worker_input["webeval_run_dir"])
+    if config.option.run_dir:
+        return Path(config.option.run_dir)
+    from webeval.outcomes.rundir import RunDir
+
+    return Path(config.rootpath) / RunDir.default_path()

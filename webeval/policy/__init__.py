@@ -1,0 +1,1 @@
+"""Policies: turn an observation into tool calls of the action contract."""

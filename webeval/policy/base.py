@@ -1,0 +1,39 @@
+"""What every policy is: observation in, tool calls out. Validation is the agent's job, not the policy's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from webeval.actions import Observation
+from webeval.tasks import Task
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # JSON text, exactly as received: parsing it is part of validation
+
+    @classmethod
+    def of(cls, name: str, **arguments: Any) -> "ToolCall":
+        return cls(name, json.dumps(arguments, ensure_ascii=False))
+
+
+@dataclass
+class PolicyTurn:
+    calls: list[ToolCall]
+    raw: str | None = None  # the model's reply as received, for the trajectory
+    usage: dict[str, int] = field(default_factory=dict)
+    retries: int = 0
+
+
+class Policy(Protocol):
+    name: str
+    model: str | None
+
+    async def begin(self, task: Task) -> None: ...
+
+    async def act(self, observation: Observation) -> PolicyTurn: ...
+
+    async def end(self) -> None: ...

@@ -1,0 +1,89 @@
+"""A headed Chromium on the worker's display, driven through Playwright's async API; one fresh context per task."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from playwright.async_api import Browser as PwBrowser
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Playwright, async_playwright
+
+from webeval.outcomes.record import InfraError
+from webeval.runtime.display import Display
+from webeval.runtime.session import TaskSession
+
+# Without these, Chromium keeps dialling Google's services; on a closed network that is noise and delay.
+QUIET_FLAGS = [
+    "--test-type", "--disable-gpu", "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--password-store=basic", "--disable-session-crashed-bubble", "--hide-crash-restore-bubble",
+]
+
+
+def find_chromium(explicit: str | None = None) -> str | None:
+    """The Chromium to launch: the option, then $WEBEVAL_CHROMIUM, then the system's; None means Playwright's own."""
+    for candidate in (explicit, os.environ.get("WEBEVAL_CHROMIUM")):
+        if candidate:
+            return candidate
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class Browser:
+    def __init__(self, display: Display, executable: str | None = None) -> None:
+        self.display = display
+        self.executable = executable
+        self.launched_s = 0.0
+        self._pw: Playwright | None = None
+        self._browser: PwBrowser | None = None
+
+    async def launch(self) -> "Browser":
+        began = time.monotonic()
+        if self._pw is None:
+            self._pw = await async_playwright().start()
+        args = [*QUIET_FLAGS, "--window-position=0,0", f"--window-size={self.display.width},{self.display.height}"]
+        if os.geteuid() == 0:
+            args.append("--no-sandbox")  # Chromium refuses to start its sandbox as root
+        try:
+            self._browser = await self._pw.chromium.launch(
+                executable_path=self.executable, headless=False, args=args, env=self.display.env(), timeout=30_000
+            )
+        except PlaywrightError as exc:
+            raise InfraError("browser", f"Chromium failed to start: {str(exc).splitlines()[0]}") from None
+        self.launched_s = time.monotonic() - began
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    @property
+    def version(self) -> str:
+        return self._browser.version if self._browser else ""
+
+    async def new_session(self, folder: Path, settle_cap_s: float = 3.0) -> TaskSession:
+        """A fresh context: no cookies, storage, history or tabs from any earlier task."""
+        if not self.alive:
+            raise InfraError("browser", "Chromium is not running")
+        try:
+            context = await self._browser.new_context(no_viewport=True, accept_downloads=True)
+        except PlaywrightError as exc:
+            raise InfraError("browser", f"could not open a browser context: {str(exc).splitlines()[0]}") from None
+        return await TaskSession.open(context, self.display, folder, settle_cap_s)
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            try:
+                await self._browser.close()
+            except PlaywrightError:
+                pass
+            self._browser = None
+        if self._pw is not None:
+            await self._pw.stop()
+            self._pw = None

@@ -1,0 +1,67 @@
+"""A private X display per worker: Xvfb picks a free display number itself (-displayfd)."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from webeval.outcomes.record import InfraError
+from webeval.runtime.procs import spawn, stop
+
+
+class Display:
+    def __init__(self, width: int, height: int) -> None:
+        self.width = width
+        self.height = height
+        self.name = ""
+        self.started_s = 0.0
+        self._proc = None
+        self._auth = Path(tempfile.mkstemp(prefix="webeval-xauth-")[1])
+
+    def start(self, timeout: float = 10.0) -> "Display":
+        if shutil.which("Xvfb") is None:
+            raise InfraError("display", "Xvfb is not installed: run `make setup` (apt package xvfb)")
+        began = time.monotonic()
+        read_fd, write_fd = os.pipe()
+        # One spare row and column: a window exactly the size of the screen is treated as fullscreen.
+        screen = f"{self.width + 1}x{self.height + 1}x24"
+        self._proc = spawn(
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", screen, "-nolisten", "tcp", "-auth", str(self._auth),
+             "-noreset"],
+            pass_fds=(write_fd,),
+        )
+        os.close(write_fd)
+        number = b""
+        try:
+            while not number.endswith(b"\n"):
+                ready, _, _ = select.select([read_fd], [], [], max(0.0, timeout - (time.monotonic() - began)))
+                chunk = os.read(read_fd, 16) if ready else b""
+                if not chunk:
+                    stop(self._proc)
+                    raise InfraError("display", "Xvfb did not report a display number")
+                number += chunk
+        finally:
+            os.close(read_fd)
+        self.name = f":{number.decode().strip()}"
+        self.started_s = time.monotonic() - began
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DISPLAY": self.name, "XAUTHORITY": str(self._auth)}
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            stop(self._proc)
+        self._auth.unlink(missing_ok=True)

@@ -1,0 +1,53 @@
+"""Executes validated actions: `computer` as visible input on the display, `navigate` and `tabs` through Playwright."""
+
+from __future__ import annotations
+
+from playwright.async_api import Error as PlaywrightError
+
+from webeval.actions import Action, Computer, Navigate, Tabs
+from webeval.runtime.input import VisibleInput
+from webeval.runtime.session import LastTabClosed, TaskSession
+
+
+async def execute(action: Action, session: TaskSession, device: VisibleInput, nav_timeout_s: float = 30.0) -> str:
+    """Perform one action; return what happened, in words the agent reads with its next observation."""
+    if isinstance(action, Computer):
+        await session.require_active().bring_to_front()
+        await device.perform(action)
+        return f"{action.action} done"
+    if isinstance(action, Navigate):
+        page = session.require_active()
+        try:
+            if action.url is not None:
+                await page.goto(action.url, wait_until="commit", timeout=nav_timeout_s * 1000)
+                return f"navigated to {action.url}"
+            response = await (page.go_back if action.back else page.go_forward)(
+                wait_until="commit", timeout=nav_timeout_s * 1000)
+            if response is None and page.url in ("about:blank", ""):
+                return "there was no page to go to"
+            return "went back" if action.back else "went forward"
+        except PlaywrightError as exc:
+            return f"navigation failed: {str(exc).splitlines()[0]}"
+    if isinstance(action, Tabs):
+        if action.action == "new":
+            page = await session.context.new_page()
+            await session.wait_placed()
+            await session.focus(page)
+            try:
+                await page.goto(action.url, wait_until="commit", timeout=nav_timeout_s * 1000)
+            except PlaywrightError as exc:
+                return f"opened tab {session.tab_id(page)}, but navigation failed: {str(exc).splitlines()[0]}"
+            return f"opened tab {session.tab_id(page)}"
+        try:
+            page = session.page_of(action.tab_id)
+        except KeyError:
+            return f"there is no tab {action.tab_id}"
+        if action.action == "focus":
+            await session.focus(page)
+            return f"focused tab {action.tab_id}"
+        await page.close()
+        if not session.pages:
+            raise LastTabClosed("the last tab was closed")
+        await session.focus(session.pages[-1])
+        return f"closed tab {action.tab_id}"
+    raise TypeError(f"not an executable action: {action!r}")

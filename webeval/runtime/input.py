@@ -1,0 +1,90 @@
+"""Visible input: real pointer and key events on the worker's X display through PyAutoGUI.
+
+Every call blocks on X round trips, so the async core runs them on one dedicated thread (ordered, off the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from webeval.actions import Computer
+from webeval.outcomes.record import InfraError
+from webeval.runtime.procs import spawn
+
+_KEY_NAMES = {"return": "enter", "esc": "escape", "meta": "winleft", "super": "winleft", "cmd": "winleft"}
+
+
+def _pyautogui(display: str, xauthority: str):
+    # pyautogui binds to $DISPLAY when first imported; later displays (a restarted Xvfb) are rebound here.
+    os.environ.setdefault("DISPLAY", display)
+    os.environ["XAUTHORITY"] = xauthority
+    import pyautogui
+    from pyautogui import _pyautogui_x11 as x11
+    from Xlib.display import Display as XDisplay
+
+    pyautogui.PAUSE = 0
+    pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
+    if getattr(x11, "_webeval_display", None) != display:
+        x11._display = XDisplay(display)
+        x11._webeval_display = display
+    return pyautogui
+
+
+class VisibleInput:
+    def __init__(self, display_name: str, env: dict[str, str]) -> None:
+        self.display_name = display_name
+        self._env = env
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webeval-input")
+
+    async def perform(self, action: Computer) -> None:
+        if action.action == "wait":
+            await asyncio.sleep(action.seconds or 0)
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._perform, action)
+        except Exception as exc:  # X connection errors: the display is gone or broken
+            raise InfraError("display", f"input on {self.display_name} failed: {exc!r}") from None
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    def _perform(self, a: Computer) -> None:
+        gui = _pyautogui(self.display_name, self._env["XAUTHORITY"])
+        if a.action == "click":
+            gui.click(a.x, a.y)
+        elif a.action == "double_click":
+            gui.doubleClick(a.x, a.y)
+        elif a.action == "right_click":
+            gui.rightClick(a.x, a.y)
+        elif a.action == "move":
+            gui.moveTo(a.x, a.y)
+        elif a.action == "drag":
+            gui.moveTo(a.x, a.y)
+            gui.mouseDown()
+            gui.moveTo((a.x + a.to_x) // 2, (a.y + a.to_y) // 2)  # a midpoint, so drag-and-drop code sees movement
+            gui.moveTo(a.to_x, a.to_y)
+            gui.mouseUp()
+        elif a.action == "type":
+            self._type(gui, a.text or "")
+        elif a.action == "key":
+            keys = [_KEY_NAMES.get(k.lower(), k.lower() if len(k) > 1 else k) for k in a.keys or ()]
+            gui.hotkey(*keys)
+        elif a.action == "scroll":
+            if a.x is not None and a.y is not None:
+                gui.moveTo(a.x, a.y)
+            amount = a.amount or 5
+            if a.direction in ("up", "down"):
+                gui.scroll(amount if a.direction == "up" else -amount)
+            else:
+                gui.hscroll(amount if a.direction == "right" else -amount)
+
+    def _type(self, gui, text: str) -> None:
+        if text.isascii():
+            gui.write(text)
+            return
+        # pyautogui.write drops characters it has no key for: non-ASCII text goes through the clipboard.
+        proc = spawn(["xclip", "-selection", "clipboard", "-in"], env=self._env, stdin_pipe=True)
+        proc.communicate(text.encode("utf-8"))
+        gui.hotkey("ctrl", "v")

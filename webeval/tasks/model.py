@@ -1,0 +1,112 @@
+"""The task contract: what one benchmark task is, as frozen data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StateCheck(Frozen):
+    """One check of a site's server-side state, read back after the episode.
+
+    `path` is dotted into the state document (`shop.cart`); exactly one of `equals` / `contains` is given.
+    `contains` on a list means every listed item is in it; on a dict, every listed key has that value.
+    """
+
+    path: str
+    equals: Any = None
+    contains: Any = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> "StateCheck":
+        if (self.equals is None) == (self.contains is None):
+            raise ValueError("a state check needs exactly one of 'equals' or 'contains'")
+        return self
+
+
+class VerifierSpec(Frozen):
+    """A programmatic verifier: the answer matches a reference (normalized) and the state checks hold."""
+
+    answer: list[str] | None = None
+    state: list[StateCheck] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _checks_something(self) -> "VerifierSpec":
+        if not self.answer and not self.state:
+            raise ValueError("a verifier needs 'answer' references or 'state' checks")
+        return self
+
+
+class OracleStep(Frozen):
+    """One step of a task's built-in solution, against the page: selectors and text, never coordinates.
+
+    `selector` is a Playwright selector; the oracle resolves it to screen coordinates at run time and acts
+    through the same executor a model's actions take.
+    """
+
+    do: Literal["click", "double_click", "type", "key", "scroll", "navigate", "back", "answer"]
+    selector: str | None = None
+    text: str | None = None
+    keys: list[str] | None = None
+    direction: Literal["up", "down"] | None = None
+    amount: int | None = None
+    url: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_step(self) -> "OracleStep":
+        needs = {
+            "click": ("selector",),
+            "double_click": ("selector",),
+            "type": ("text",),
+            "key": ("keys",),
+            "scroll": ("direction",),
+            "navigate": ("url",),
+            "answer": ("text",),
+        }.get(self.do, ())
+        missing = [name for name in needs if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"oracle step {self.do!r} needs {', '.join(missing)}")
+        return self
+
+
+class Task(Frozen):
+    id: str
+    site: str
+    goal: str = Field(min_length=1)
+    start_url: str
+    reference_answers: list[str] | None = None
+    verifier: VerifierSpec | None = None
+    rubric: list[list[str]] | None = None
+    solution: list[OracleStep] | None = None
+    max_steps: int | None = Field(default=None, ge=1)
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _safe_id(cls, value: str) -> str:
+        if not SAFE_ID.match(value) or ".." in value:
+            raise ValueError(f"task id {value!r} is not a safe path segment (letters, digits, '_', '-', '.')")
+        return value
+
+    @field_validator("start_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"start_url {value!r} is not an http(s) URL")
+        return value
+
+    def with_origin(self, old: str, new: str) -> "Task":
+        """The same task with its start URL moved from one origin to another (offline sites, site maps)."""
+        if not self.start_url.startswith(old):
+            return self
+        return self.model_copy(update={"start_url": new + self.start_url[len(old):]})

@@ -1,0 +1,87 @@
+"""Reading task files, and the population a score is over (its ids are the fixed denominator)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from webeval.tasks.model import Task
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be used; the message names the file and line."""
+
+
+class Population(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    ids: tuple[str, ...]
+    sha256: str
+    sources: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+
+def sha256_of(paths: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def read_jsonl(
+    path: Path, to_task: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row
+) -> list[Task]:
+    """Every task of a JSONL file, or a TaskFileError naming the file and line of the first bad row."""
+    path = Path(path)
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read task file: {exc.strerror}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise TaskFileError(f"{path}:{number}: a task must be a JSON object")
+        try:
+            task = Task.model_validate(to_task(row))
+        except ValidationError as exc:
+            raise TaskFileError(f"{path}:{number}: {_describe(exc)}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TaskFileError(f"{path}:{number}: {exc}") from None
+        if task.id in seen:
+            raise TaskFileError(f"{path}:{number}: duplicate task id {task.id!r} (first on line {seen[task.id]})")
+        seen[task.id] = number
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"{path}: no tasks in file")
+    return tasks
+
+
+def population_of(name: str, tasks: list[Task], sources: list[Path]) -> Population:
+    return Population(
+        name=name,
+        ids=tuple(task.id for task in tasks),
+        sha256=sha256_of(sources),
+        sources=tuple(str(p) for p in sources),
+    )
