@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -16,6 +17,12 @@ NAMED_KEYS = MODIFIER_KEYS | {
     "enter", "return", "tab", "escape", "esc", "backspace", "delete", "space", "up", "down", "left", "right",
     "home", "end", "pageup", "pagedown", "insert", *(f"f{n}" for n in range(1, 13)),
 }
+
+
+def _check_http(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"url {url!r} is not an http(s) URL")
 
 
 class ActionError(ValueError):
@@ -58,6 +65,8 @@ class Computer(_Action):
             raise ValueError(f"action {self.action!r} needs {', '.join(missing)}")
         if extra:
             raise ValueError(f"action {self.action!r} does not take {', '.join(extra)}")
+        if (self.x is None) != (self.y is None):
+            raise ValueError(f"action {self.action!r} takes both x and y or neither")
         for key in self.keys or ():
             if key.lower() not in NAMED_KEYS and len(key) != 1:
                 raise ValueError(f"unknown key {key!r}: use a single character or one of {sorted(NAMED_KEYS)}")
@@ -81,8 +90,8 @@ class Navigate(_Action):
     def _exactly_one(self) -> "Navigate":
         if sum([self.url is not None, self.back, self.forward]) != 1:
             raise ValueError("navigate takes exactly one of url, back=true or forward=true")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"navigate url {self.url!r} is not an http(s) URL")
+        if self.url is not None:
+            _check_http(self.url)
         return self
 
 
@@ -98,6 +107,8 @@ class Tabs(_Action):
             raise ValueError("tabs action 'new' takes url and no tab_id")
         if self.action in ("focus", "close") and (self.tab_id is None or self.url is not None):
             raise ValueError(f"tabs action {self.action!r} takes tab_id and no url")
+        if self.url is not None:
+            _check_http(self.url)
         return self
 
 

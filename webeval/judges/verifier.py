@@ -14,10 +14,15 @@ _DROP = re.compile(r"[^\w.%/:+-]+")
 
 
 def normalize(text: str) -> str:
-    """Casefolded, NFKC, currency and punctuation dropped, whitespace collapsed: '$1,299.00 ' -> '1299.00'."""
-    text = unicodedata.normalize("NFKC", text).casefold().replace(",", "")
+    """Casefolded, accents and currency and punctuation dropped, whole-number cents dropped, whitespace collapsed.
+
+    '$1,299.00 ' -> '1299'; 'Crème Brûlée' -> 'creme brulee'; '-5 °C' keeps its sign.
+    """
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).replace(",", "")
     text = _DROP.sub(" ", text)
-    text = re.sub(r"(?<!\w)[.:/+-]+|[.:/+-]+(?!\w)", " ", text)
+    text = re.sub(r"(?<!\w)(?:[.:/]|[+-](?!\d))+|[.:/+-]+(?!\w)", " ", text)
+    text = re.sub(r"(\d)\.0+(?!\d)", r"\1", text)
     return " ".join(text.split())
 
 
@@ -43,6 +48,17 @@ def lookup(document: Any, path: str) -> Any:
     return node
 
 
+def _same(actual: Any, expected: Any) -> bool:
+    """Equality that never takes True for 1: JSON's booleans and numbers are different things."""
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return type(actual) is type(expected) and actual == expected
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        return actual.keys() == expected.keys() and all(_same(actual[k], expected[k]) for k in expected)
+    if isinstance(actual, list) and isinstance(expected, list):
+        return len(actual) == len(expected) and all(_same(a, e) for a, e in zip(actual, expected))
+    return actual == expected
+
+
 def _contains(actual: Any, expected: Any) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(
@@ -50,7 +66,7 @@ def _contains(actual: Any, expected: Any) -> bool:
         )
     if isinstance(expected, list):
         return isinstance(actual, list) and all(any(_contains(a, e) for a in actual) for e in expected)
-    return actual == expected
+    return _same(actual, expected)
 
 
 def check_state(check: StateCheck, state: dict[str, Any]) -> str | None:
@@ -59,9 +75,9 @@ def check_state(check: StateCheck, state: dict[str, Any]) -> str | None:
         actual = lookup(state, check.path)
     except KeyError:
         return f"state has no {check.path!r}"
-    if check.equals is not None and actual != check.equals:
+    if "equals" in check.model_fields_set and not _same(actual, check.equals):
         return f"{check.path} is {actual!r}, expected {check.equals!r}"
-    if check.contains is not None and not _contains(actual, check.contains):
+    if "contains" in check.model_fields_set and not _contains(actual, check.contains):
         return f"{check.path} is {actual!r}, expected it to contain {check.contains!r}"
     return None
 

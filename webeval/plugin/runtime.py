@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from webeval.outcomes.record import InfraError
@@ -28,6 +30,9 @@ class WorkerRuntime:
                 self.display.stop()
                 self.restarts += 1
             self.display = Display(self.width, self.height).start()
+            # One display per worker process: its X clients (screen grabs, PyAutoGUI) all connect to this one.
+            os.environ["DISPLAY"] = self.display.name
+            os.environ["XAUTHORITY"] = str(self.display.env()["XAUTHORITY"])
             if self.device is not None:
                 self.device.close()
             self.device = VisibleInput(self.display.name, self.display.env())

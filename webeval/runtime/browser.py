@@ -19,7 +19,7 @@ from webeval.runtime.session import TaskSession
 QUIET_FLAGS = [
     "--test-type", "--disable-gpu", "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-features=Translate,MediaRouter,OptimizationHints",
-    "--password-store=basic", "--disable-session-crashed-bubble", "--hide-crash-restore-bubble",
+    "--password-store=basic", "--disable-smooth-scrolling", "--disable-session-crashed-bubble", "--hide-crash-restore-bubble",
 ]
 
 

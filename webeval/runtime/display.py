@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import shutil
+import socket
+import struct
 import tempfile
 import time
 from pathlib import Path
@@ -21,11 +24,14 @@ class Display:
         self.started_s = 0.0
         self._proc = None
         self._auth = Path(tempfile.mkstemp(prefix="webeval-xauth-")[1])
+        self._cookie = secrets.token_bytes(16)
 
     def start(self, timeout: float = 10.0) -> "Display":
         if shutil.which("Xvfb") is None:
             raise InfraError("display", "Xvfb is not installed: run `make setup` (apt package xvfb)")
         began = time.monotonic()
+        # A cookie only this worker knows: no other process, another worker's included, can reach the display.
+        self._auth.write_bytes(_xauth_entry(_FAMILY_WILD, b"", b"", self._cookie))
         read_fd, write_fd = os.pipe()
         # One spare row and column: a window exactly the size of the screen is treated as fullscreen.
         screen = f"{self.width + 1}x{self.height + 1}x24"
@@ -47,6 +53,9 @@ class Display:
         finally:
             os.close(read_fd)
         self.name = f":{number.decode().strip()}"
+        # python-xlib (under PyAutoGUI) matches entries by host and display number only, never the wildcard.
+        with open(self._auth, "ab") as auth:
+            auth.write(_xauth_entry(_FAMILY_LOCAL, socket.gethostname().encode(), self.name[1:].encode(), self._cookie))
         self.started_s = time.monotonic() - began
         return self
 
@@ -65,3 +74,12 @@ class Display:
         if self._proc is not None:
             stop(self._proc)
         self._auth.unlink(missing_ok=True)
+
+
+_FAMILY_LOCAL = 256
+_FAMILY_WILD = 0xFFFF
+
+
+def _xauth_entry(family: int, address: bytes, number: bytes, cookie: bytes) -> bytes:
+    fields = [address, number, b"MIT-MAGIC-COOKIE-1", cookie]
+    return struct.pack(">H", family) + b"".join(struct.pack(">H", len(f)) + f for f in fields)

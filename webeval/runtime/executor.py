@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.async_api import Error as PlaywrightError
 
 from webeval.actions import Action, Computer, Navigate, Tabs
-from webeval.runtime.input import VisibleInput
+from webeval.runtime.input import VisibleInput, last_event
 from webeval.runtime.session import LastTabClosed, TaskSession
 
 
@@ -13,6 +13,8 @@ async def execute(action: Action, session: TaskSession, device: VisibleInput, na
     """Perform one action; return what happened, in words the agent reads with its next observation."""
     if isinstance(action, Computer):
         await session.require_active().bring_to_front()
+        if action.action != "wait":
+            await session.before_input(*last_event(action))
         await device.perform(action)
         return f"{action.action} done"
     if isinstance(action, Navigate):
@@ -30,9 +32,7 @@ async def execute(action: Action, session: TaskSession, device: VisibleInput, na
             return f"navigation failed: {str(exc).splitlines()[0]}"
     if isinstance(action, Tabs):
         if action.action == "new":
-            page = await session.context.new_page()
-            await session.wait_placed()
-            await session.focus(page)
+            page = await session.new_tab()
             try:
                 await page.goto(action.url, wait_until="commit", timeout=nav_timeout_s * 1000)
             except PlaywrightError as exc:

@@ -32,6 +32,20 @@ def _pyautogui(display: str, xauthority: str):
     return pyautogui
 
 
+def last_event(action: Computer) -> tuple[str, int]:
+    """The DOM event that ends an action's input, and how many of it the page receives."""
+    if action.action == "move":
+        return "mousemove", 1
+    if action.action == "scroll":
+        return "wheel", 1
+    if action.action == "key":
+        return "keyup", len(action.keys or ())
+    if action.action == "type":
+        text = action.text or ""
+        return "keyup", len(text) if text.isascii() else 2
+    return "mouseup", 2 if action.action == "double_click" else 1
+
+
 class VisibleInput:
     def __init__(self, display_name: str, env: dict[str, str]) -> None:
         self.display_name = display_name

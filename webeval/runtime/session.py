@@ -12,7 +12,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from webeval.actions import TabInfo
 from webeval.runtime.display import Display
-from webeval.runtime.settle import QUIET_SCRIPT, Settler
+from webeval.runtime.settle import QUIET_SCRIPT, InputMark, Settler
 
 
 class LastTabClosed(Exception):
@@ -28,37 +28,42 @@ class TaskSession:
         self._ids: dict[Page, int] = {}
         self.active: Page | None = None
         self.events: list[str] = []  # dialogs, downloads and new tabs since the last observation
-        self.settler = Settler(context, cap_s=settle_cap_s)
-        self._placing: set[asyncio.Task] = set()
+        self.settler = Settler(context, lambda: len(self.pages), cap_s=settle_cap_s)
+        self._placement: dict[Page, asyncio.Future] = {}
+        self._input_mark: InputMark | None = None
 
     @classmethod
     async def open(cls, context: BrowserContext, display: Display, folder: Path, settle_cap_s: float) -> "TaskSession":
         session = cls(context, display, folder, settle_cap_s)
         await context.add_init_script(QUIET_SCRIPT)
         context.on("page", session._on_page)
-        page = await context.new_page()
-        await session._adopt(page)
+        await session.new_tab()
+        session.events.clear()
         return session
 
     # -- tabs ------------------------------------------------------------------------------------------------------
     def _on_page(self, page: Page) -> None:
-        if page in self._ids:
-            return
-        task = asyncio.ensure_future(self._adopt(page))
-        self._placing.add(task)
-        task.add_done_callback(self._placing.discard)
-        self.events.append("a new tab opened")
+        if page not in self._placement:
+            self.events.append("a new tab opened")
+        self._track(page)
 
-    async def _adopt(self, page: Page) -> None:
-        if page in self._ids:
-            return
-        self._ids[page] = max(self._ids.values(), default=-1) + 1
-        self.pages.append(page)
-        self.active = page
-        page.on("dialog", self._on_dialog)
-        page.on("download", self._on_download)
-        page.on("close", self._on_close)
-        await self.place(page)
+    def _track(self, page: Page) -> asyncio.Future:
+        """Adopt a page once, whoever opened it: give it a tab id, watch its events, place its window."""
+        if page not in self._placement:
+            self._ids[page] = max(self._ids.values(), default=-1) + 1
+            self.pages.append(page)
+            self.active = page
+            page.on("dialog", self._on_dialog)
+            page.on("download", self._on_download)
+            page.on("close", self._on_close)
+            self._placement[page] = asyncio.ensure_future(self.place(page))
+        return self._placement[page]
+
+    async def new_tab(self) -> Page:
+        page = await self.context.new_page()
+        await self._track(page)
+        await self.focus(page)
+        return page
 
     async def place(self, page: Page) -> None:
         """Move the page's window so its viewport covers the screen from (0, 0), toolbar above the screen's edge."""
@@ -84,8 +89,9 @@ class TaskSession:
                 raise
 
     async def wait_placed(self) -> None:
-        if self._placing:
-            await asyncio.gather(*self._placing, return_exceptions=True)
+        pending = [f for f in self._placement.values() if not f.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def _on_close(self, page: Page) -> None:
         if page in self.pages:
@@ -141,18 +147,27 @@ class TaskSession:
     async def goto(self, url: str, timeout_s: float = 30.0) -> None:
         await self.require_active().goto(url, wait_until="load", timeout=timeout_s * 1000)
 
+    async def before_input(self, event: str, count: int) -> None:
+        """Remember what the page had seen, so settling can wait for the input about to be sent."""
+        self._input_mark = await self.settler.mark(self.require_active(), event, count)
+
     async def settle(self) -> float:
         """Wait until the active page is quiet; return the seconds it took."""
         await self.wait_placed()
         began = time.monotonic()
+        mark, self._input_mark = self._input_mark, None
         page = self.active
-        if page is not None and not page.is_closed():
-            await self.settler.wait(page)
+        while page is not None and not page.is_closed():
+            await self.settler.wait(page, mark)
+            await self.wait_placed()
+            if self.active is page:
+                break
+            page, mark = self.active, None  # the action opened a tab: settle that one too
         return time.monotonic() - began
 
     async def close(self) -> None:
-        for task in list(self._placing):
-            task.cancel()
+        for placing in self._placement.values():
+            placing.cancel()
         try:
             await self.context.close()
         except PlaywrightError:

@@ -1,36 +1,82 @@
 """Settling after an action: observe only when the page is quiet, never after a fixed sleep.
 
-Quiet means no request of the context is pending and the DOM has not changed for a short window, counted from
-after the action, so a click whose effect starts a moment later is still waited for. A cap bounds it all.
+Quiet means: the page has seen the input that was sent (input travels through the X server to Chromium
+asynchronously), no fetch or XHR that the page started is open, the page is not leaving for another document, a tab
+it asked to open has appeared, no request of the context is pending, and the DOM has not changed (nor the page
+scrolled) for a short window counted from after the action. The page's own bookkeeping is synchronous with its
+event handlers, so a request a click starts is known at once, before any network event reaches the harness.
+A cap bounds it all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 from playwright.async_api import BrowserContext, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
-# Installed in every document before its own scripts: the time of the last DOM mutation.
+# Installed in every document before its own scripts.
 QUIET_SCRIPT = """
 (() => {
   if (window.__webevalQuiet) return;
-  const state = { last: performance.now() };
+  const state = { last: performance.now(), doc: Math.random(), open: 0, leaving: false, opened: 0,
+                  seen: { mouseup: 0, keyup: 0, wheel: 0, mousemove: 0 } };
   window.__webevalQuiet = state;
-  const watch = () => new MutationObserver(() => { state.last = performance.now(); })
-    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-  watch();
+  const touch = () => { state.last = performance.now(); };
+  new MutationObserver(touch).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  window.addEventListener("scroll", touch, { capture: true, passive: true });
+  for (const type of Object.keys(state.seen)) {
+    window.addEventListener(type, () => { state.seen[type]++; }, { capture: true, passive: true });
+  }
+  window.addEventListener("beforeunload", () => { state.leaving = true; });
+  window.addEventListener("pageshow", () => { state.leaving = false; touch(); });
+  const done = () => { state.open--; touch(); };
+  const fetch0 = window.fetch;
+  window.fetch = function (...args) {
+    state.open++;
+    return fetch0.apply(this, args).finally(done);
+  };
+  const send0 = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...args) {
+    state.open++;
+    this.addEventListener("loadend", done, { once: true });
+    return send0.apply(this, args);
+  };
+  const open0 = window.open;
+  window.open = function (...args) { state.opened++; return open0.apply(this, args); };
+  document.addEventListener("click", (e) => {
+    const link = e.target instanceof Element && e.target.closest("a[target=_blank]");
+    if (link && !e.defaultPrevented) state.opened++;
+  });
 })();
 """
-_PROBE = "[document.readyState, window.__webevalQuiet ? performance.now() - window.__webevalQuiet.last : 1e9]"
+_PROBE = """(() => { const s = window.__webevalQuiet;
+  return s ? [document.readyState, performance.now() - s.last, s.doc, s.seen, s.open, s.leaving, s.opened]
+           : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
+
+
+@dataclass(frozen=True)
+class InputMark:
+    """What the page had seen before visible input, and which event (how many of it) ends that input."""
+
+    doc: float
+    seen: int
+    event: str
+    count: int
+    opened: int
+    tabs: int
 
 
 class Settler:
-    def __init__(self, context: BrowserContext, quiet_s: float = 0.05, cap_s: float = 3.0, poll_s: float = 0.01):
+    def __init__(self, context: BrowserContext, tab_count: Callable[[], int], quiet_s: float = 0.05,
+                 cap_s: float = 3.0, poll_s: float = 0.01) -> None:
         self.quiet_s = quiet_s
         self.cap_s = cap_s
         self.poll_s = poll_s
+        self._tab_count = tab_count
         self._pending: set[Request] = set()
         context.on("request", lambda request: self._pending.add(request))
         context.on("requestfinished", lambda request: self._pending.discard(request))
@@ -40,8 +86,19 @@ class Settler:
     def pending(self) -> int:
         return len(self._pending)
 
-    async def wait(self, page: Page) -> bool:
-        """True when the page became quiet, False when the cap was reached first."""
+    async def mark(self, page: Page, event: str, count: int) -> InputMark | None:
+        try:
+            _, _, doc, seen, _, _, opened = await page.evaluate(_PROBE)
+        except PlaywrightError:
+            return None
+        return InputMark(doc, seen.get(event, 0), event, count, opened, self._tab_count())
+
+    async def wait(self, page: Page, mark: InputMark | None = None, ack_cap_s: float = 1.0) -> bool:
+        """True when the page became quiet, False when the cap was reached first.
+
+        Waiting for the input to arrive, or for a tab to appear, is bounded by ack_cap_s: input on a page that
+        ignores it still reaches the window, but a popup blocker may swallow a tab.
+        """
         began = time.monotonic()
         deadline = began + self.cap_s
         while time.monotonic() < deadline:
@@ -49,9 +106,17 @@ class Settler:
             if time.monotonic() - began < self.quiet_s or self._pending:
                 continue
             try:
-                ready, quiet_ms = await asyncio.wait_for(page.evaluate(_PROBE), max(0.01, deadline - time.monotonic()))
+                ready, quiet_ms, doc, seen, open_requests, leaving, opened = await asyncio.wait_for(
+                    page.evaluate(_PROBE), max(0.01, deadline - time.monotonic()))
             except (PlaywrightError, asyncio.TimeoutError):
                 continue  # a navigation replaced the document: look again at the new one
-            if ready == "complete" and quiet_ms >= self.quiet_s * 1000:
+            if page.is_closed():
+                return True
+            if mark is not None and time.monotonic() - began < ack_cap_s and doc == mark.doc:
+                if seen.get(mark.event, 0) < mark.seen + mark.count:
+                    continue
+                if opened > mark.opened and self._tab_count() <= mark.tabs:
+                    continue
+            if ready == "complete" and quiet_ms >= self.quiet_s * 1000 and not open_requests and not leaving:
                 return True
         return False

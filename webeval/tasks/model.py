@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
 class Frozen(BaseModel):
@@ -28,7 +28,8 @@ class StateCheck(Frozen):
 
     @model_validator(mode="after")
     def _one_expectation(self) -> "StateCheck":
-        if (self.equals is None) == (self.contains is None):
+        given = {"equals", "contains"} & self.model_fields_set
+        if len(given) != 1:
             raise ValueError("a state check needs exactly one of 'equals' or 'contains'")
         return self
 
@@ -93,7 +94,7 @@ class Task(Frozen):
     @field_validator("id")
     @classmethod
     def _safe_id(cls, value: str) -> str:
-        if not SAFE_ID.match(value) or ".." in value:
+        if not SAFE_ID.fullmatch(value) or ".." in value:
             raise ValueError(f"task id {value!r} is not a safe path segment (letters, digits, '_', '-', '.')")
         return value
 
@@ -107,6 +108,7 @@ class Task(Frozen):
 
     def with_origin(self, old: str, new: str) -> "Task":
         """The same task with its start URL moved from one origin to another (offline sites, site maps)."""
-        if not self.start_url.startswith(old):
+        rest = self.start_url[len(old):]
+        if not self.start_url.startswith(old) or (rest and rest[0] not in "/?#"):
             return self
         return self.model_copy(update={"start_url": new + self.start_url[len(old):]})

@@ -1,0 +1,146 @@
+"""Every action of the contract, executed for real on the worker's display and seen by the page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+import io
+
+from webeval.actions import parse_call
+from webeval.runtime.executor import execute
+from webeval.runtime.observe import screenshot_png
+
+SCREEN = (1280, 720)
+
+
+async def act(session, runtime, tool: str, **arguments):
+    action = parse_call(tool, json.dumps(arguments), SCREEN)
+    result = await execute(action, session, runtime.device)
+    await session.settle()
+    return result
+
+
+async def events(session, kind: str) -> list[dict]:
+    return [e for e in await session.active.evaluate("window.events") if e["type"] == kind]
+
+
+@pytest.fixture
+async def input_page(session, lab_server):
+    await session.goto(lab_server.origin + "/lab/input")
+    await session.settle()
+    return session
+
+
+# Distinct points: Chromium counts a click near the last one within 0.5 s as its repeat, whatever the window.
+@pytest.mark.parametrize("action, event, x, y", [("click", "click", 900, 150), ("double_click", "dblclick", 950, 200),
+                                                 ("right_click", "contextmenu", 850, 250)])
+async def test_pointer_buttons_land_at_screen_pixels(input_page, runtime, action, event, x, y):
+    await act(input_page, runtime, "computer", action=action, x=x, y=y)
+    seen = await events(input_page, event)
+    assert [(e["x"], e["y"]) for e in seen] == [(x, y)]
+
+
+async def test_move_and_drag(input_page, runtime):
+    await act(input_page, runtime, "computer", action="move", x=321, y=456)
+    assert await input_page.active.evaluate("window.lastMove") == [321, 456]
+    await act(input_page, runtime, "computer", action="drag", x=850, y=150, to_x=950, to_y=250)
+    down = await events(input_page, "mousedown")
+    up = await events(input_page, "mouseup")
+    assert (down[-1]["x"], down[-1]["y"], up[-1]["x"], up[-1]["y"]) == (850, 150, 950, 250)
+
+
+async def test_type_ascii_and_key_combinations(input_page, runtime):
+    await act(input_page, runtime, "computer", action="click", x=300, y=112)
+    await act(input_page, runtime, "computer", action="type", text="Hello, World! 42")
+    field = input_page.active.locator("#field")
+    assert await field.input_value() == "Hello, World! 42"
+    await act(input_page, runtime, "computer", action="key", keys=["ctrl", "a"])
+    await act(input_page, runtime, "computer", action="type", text="replaced")
+    assert await field.input_value() == "replaced"
+    await act(input_page, runtime, "computer", action="key", keys=["backspace"])
+    assert await field.input_value() == "replace"
+
+
+async def test_non_ascii_text_lands_intact(input_page, runtime):
+    text = "naïve café — 東京 ½ Ünïcödé"
+    await act(input_page, runtime, "computer", action="click", x=300, y=250)
+    await act(input_page, runtime, "computer", action="type", text=text)
+    assert await input_page.active.locator("#box").input_value() == text
+
+
+async def test_scroll_moves_the_page_and_wait_waits(input_page, runtime):
+    await act(input_page, runtime, "computer", action="scroll", direction="down", amount=5, x=640, y=400)
+    down = await input_page.active.evaluate("scrollY")
+    assert down > 100
+    await act(input_page, runtime, "computer", action="scroll", direction="up", amount=5)
+    assert await input_page.active.evaluate("scrollY") < down
+    assert await act(input_page, runtime, "computer", action="wait", seconds=0.1) == "wait done"
+
+
+async def test_navigate_back_forward(session, runtime, lab_server):
+    await session.goto(lab_server.origin + "/lab/color/red")
+    await act(session, runtime, "navigate", url=lab_server.origin + "/lab/color/blue")
+    assert session.active.url.endswith("/color/blue")
+    await act(session, runtime, "navigate", back=True)
+    assert session.active.url.endswith("/color/red")
+    await act(session, runtime, "navigate", forward=True)
+    assert session.active.url.endswith("/color/blue")
+
+
+def pixel(png: bytes, x: int, y: int) -> tuple[int, int, int]:
+    return Image.open(io.BytesIO(png)).convert("RGB").getpixel((x, y))
+
+
+async def test_tabs_new_focus_close_keep_screen_pixels(session, runtime, lab_server):
+    await session.goto(lab_server.origin + "/lab/color/red")
+    assert await act(session, runtime, "tabs", action="new", url=lab_server.origin + "/lab/color/blue") == "opened tab 1"
+    shot = await screenshot_png(runtime.display)
+    assert pixel(shot, 2, 2) == pixel(shot, 1270, 710) == (0, 0, 255)
+    assert [t.active for t in await session.tabs()] == [False, True]
+    await act(session, runtime, "tabs", action="focus", tab_id=0)
+    assert pixel(await screenshot_png(runtime.display), 2, 2) == (255, 0, 0)
+    await act(session, runtime, "tabs", action="close", tab_id=0)
+    assert [t.id for t in await session.tabs()] == [1]
+    assert await act(session, runtime, "tabs", action="focus", tab_id=7) == "there is no tab 7"
+
+
+async def test_page_opened_tab_is_tracked_and_placed(session, runtime, lab_server):
+    await session.goto(lab_server.origin + "/lab/popup")
+    await session.settle()
+    await act(session, runtime, "computer", action="click", x=100, y=50)
+    assert len(session.pages) == 2 and session.active.url.endswith("/color/red")
+    shot = await screenshot_png(runtime.display)
+    # The new window's viewport covers the whole screen: no tab strip or toolbar in the picture.
+    assert pixel(shot, 1, 1) == pixel(shot, 640, 360) == pixel(shot, 1260, 715) == (255, 0, 0)
+    assert "a new tab opened" in session.take_events()
+
+
+async def test_dialog_never_hangs_and_is_reported(session, runtime, lab_server):
+    await session.goto(lab_server.origin + "/lab/dialog")
+    await session.settle()
+    await act(session, runtime, "computer", action="click", x=150, y=50)
+    assert await session.active.locator("#after").text_content() == "after"
+    assert any("hello there" in e for e in session.take_events())
+
+
+async def test_download_lands_in_the_task_folder(session, runtime, lab_server, tmp_path):
+    await session.goto(lab_server.origin + "/lab/download")
+    await session.settle()
+    await act(session, runtime, "computer", action="click", x=60, y=25)
+    target = tmp_path / "downloads" / "report.txt"
+    for _ in range(50):
+        if target.exists() and target.read_text() == "the file's content":
+            break
+        await session.active.wait_for_timeout(100)
+    assert target.read_text() == "the file's content"
+
+
+async def test_settling_waits_for_a_late_response(session, runtime, lab_server):
+    await session.goto(lab_server.origin + "/lab/slow")
+    await session.settle()
+    await act(session, runtime, "computer", action="click", x=150, y=50)
+    # act() settles: the 300 ms response and the redraw it causes are in the next observation.
+    assert pixel(await screenshot_png(runtime.display), 1000, 600) == (0, 0, 255)
+    assert await session.active.locator("#out").text_content() == "after"
