@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from typing import Any
 
 from pydantic import BaseModel
 
 from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.outcomes.rundir import RunDir
 from webeval.tasks import Population
 
 
@@ -170,3 +172,11 @@ def summary_markdown(summary: Summary) -> str:
 
 def summary_json(summary: Summary) -> dict[str, Any]:
     return summary.model_dump(mode="json")
+
+
+def write_summary(run_dir: RunDir) -> Summary:
+    """Reconcile a run directory and write its summary.json and summary.md."""
+    summary = reconcile(run_dir.population(), run_dir.records())
+    (run_dir.path / "summary.json").write_text(json.dumps(summary_json(summary), indent=2), encoding="utf-8")
+    (run_dir.path / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    return summary

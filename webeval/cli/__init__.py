@@ -1,0 +1,33 @@
+"""The `webeval` command: small subcommands over run directories, each in a module of its own."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
+COMMANDS = ("summary",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="webeval", description="Evaluate visual web agents; inspect their runs.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"webeval.cli.{name}").add_parser(subparsers)
+    return parser
+
+
+class CommandError(Exception):
+    """A one-line message for the user; the command exits with status 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        print(f"webeval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
