@@ -20,6 +20,8 @@ class StepRecord:
     error: str | None = None
     raw: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    retries: int = 0
+    latency_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -36,6 +38,17 @@ class Episode:
     duration_s: float = 0.0
     final_url: str = ""
     state: dict[str, Any] | None = None
+
+    def totals(self) -> dict[str, float]:
+        """Policy accounting over the episode: tokens, retries and time spent waiting for the policy."""
+        totals: dict[str, float] = {"prompt_tokens": 0, "completion_tokens": 0, "retries": 0, "policy_s": 0.0}
+        for step in self.steps:
+            totals["prompt_tokens"] += step.usage.get("prompt_tokens", 0)
+            totals["completion_tokens"] += step.usage.get("completion_tokens", 0)
+            totals["retries"] += step.retries
+            totals["policy_s"] += step.latency_s
+        totals["policy_s"] = round(totals["policy_s"], 3)
+        return totals
 
     @property
     def screenshots(self) -> list[Path]:

@@ -124,8 +124,15 @@ class AgentLoop:
         turn = await self.policy.act(observation)
         t3 = time.monotonic()
         timings["policy"] = t3 - t2
-        record = StepRecord(step=number, screenshot=shot, url=page.url, title=title, raw=turn.raw, usage=turn.usage)
+        record = StepRecord(step=number, screenshot=shot, url=page.url, title=title, raw=turn.raw, usage=turn.usage,
+                            retries=turn.retries, latency_s=round(turn.latency_s or timings["policy"], 4))
+        if turn.end is not None:
+            episode.failure_class, episode.reason = turn.end
+            await writing
+            return record, None, True
         try:
+            if turn.invalid is not None:
+                raise ActionError(turn.invalid)
             actions = parse_turn([(c.name, c.arguments) for c in turn.calls], observation.size)
         except ActionError as exc:
             record.error = str(exc)

@@ -67,4 +67,5 @@ class AttemptRecord(BaseModel):
     worker: str = "main"
     finished_at: str = ""
     path: str | None = None  # the attempt folder, relative to the run directory
+    usage: dict[str, float] = Field(default_factory=dict)  # policy tokens, retries and seconds over the attempt
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import episode, options, record, runtime, suite, summary
+from webeval.plugin import episode, options, policies, record, runtime, suite, summary
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
 from webeval.plugin.record import RUN_DIR
 
-_PARTS = (options, runtime, episode, record, suite, summary)
+_PARTS = (options, policies, runtime, episode, record, suite, summary)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

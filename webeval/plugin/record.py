@@ -67,6 +67,7 @@ def record_report(item: pytest.Item, report: pytest.TestReport, run_dir: RunDir)
         verdict=verdict.model_dump(mode="json") if verdict else None,
         worker=worker_id(),
         path=str(folder.relative_to(run_dir.path)) if folder else None,
+        usage=episode.totals() if episode else {},
     ))
 
 

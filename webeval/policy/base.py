@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from webeval.actions import Observation
+from webeval.outcomes.record import FailureClass
 from webeval.tasks import Task
 
 
@@ -22,10 +23,20 @@ class ToolCall:
 
 @dataclass
 class PolicyTurn:
+    """One reply of the policy.
+
+    `invalid` is a reply the adapter could not read (the message goes back to the model and counts against the
+    bounded parse attempts, like an invalid tool call); `end` ends the episode as failed with that class and reason
+    (a refusal, a replay that diverged).
+    """
+
     calls: list[ToolCall]
     raw: str | None = None  # the model's reply as received, for the trajectory
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
     retries: int = 0
+    latency_s: float = 0.0
+    invalid: str | None = None
+    end: tuple[FailureClass, str] | None = None
 
 
 class Policy(Protocol):
