@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from webeval.outcomes.record import FailureClass, InfraError
+from webeval.outcomes.verdict import Verdict
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Episode:
     duration_s: float = 0.0
     final_url: str = ""
     state: dict[str, Any] | None = None
+    verdict: Verdict | None = None
 
     def totals(self) -> dict[str, float]:
         """Policy accounting over the episode: tokens, retries and time spent waiting for the policy."""

@@ -39,8 +39,8 @@ async def open_start_page(session: TaskSession, url: str, retries: int) -> None:
             return
         except PlaywrightError as exc:
             last = str(exc).splitlines()[0]
-            if session.active is None or session.active.is_closed():
-                break
+            if not await session.browser_alive():
+                raise InfraError("browser", f"Chromium died opening {url}: {last}") from None
     raise InfraError("navigation", f"could not open {url}: {last}")
 
 
@@ -70,8 +70,11 @@ class AgentLoop:
         except InfraError as exc:
             episode.infra = exc
         except LastTabClosed as exc:
-            episode.failure_class = FailureClass.closed_last_tab
-            episode.reason = str(exc)
+            if await self.session.browser_alive():
+                episode.failure_class = FailureClass.closed_last_tab
+                episode.reason = str(exc)
+            else:
+                episode.infra = InfraError("browser", "Chromium died during the episode")
         except PlaywrightError as exc:
             episode.infra = InfraError("browser", str(exc).splitlines()[0])
         finally:

@@ -7,7 +7,7 @@ import importlib
 import sys
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary",)
+COMMANDS = ("summary", "merge", "prepare", "reverify", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

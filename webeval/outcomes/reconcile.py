@@ -51,8 +51,8 @@ def _mask_key(record: AttemptRecord) -> str:
 def final_records(population: Population, records: list[AttemptRecord]) -> tuple[dict[str, AttemptRecord], list[str]]:
     """Each id's final record (its valid one, else its latest masked one) and the ids with two valid records.
 
-    Records are in append order; a later valid record from the same run supersedes an earlier one (a re-judged
-    task), while valid records from two different runs are a duplicate.
+    Records are in append order. A re-judge record (extra.rejudge) supersedes the verdict before it; otherwise
+    valid records of one id from two sessions (runs, shards) are a duplicate, reported and never silently chosen.
     """
     expected = set(population.ids)
     final: dict[str, AttemptRecord] = {}
@@ -62,7 +62,8 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
             continue
         current = final.get(record.task_id)
         if record.outcome.valid:
-            valid_runs[record.task_id].add(record.run_id)
+            if not record.extra.get("rejudge"):
+                valid_runs[record.task_id].add(f"{record.run_id}/{record.session}")
             final[record.task_id] = record
         elif current is None or not current.outcome.valid:
             final[record.task_id] = record

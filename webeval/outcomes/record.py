@@ -53,6 +53,7 @@ class AttemptRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     run_id: str
+    session: str = ""  # the pytest session that made it (shared by its xdist workers)
     task_id: str
     site: str = ""
     attempt: int = 1

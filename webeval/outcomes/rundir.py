@@ -17,6 +17,10 @@ RESULTS = "results.jsonl"
 POPULATION = "population.json"
 
 
+class PopulationMismatch(ValueError):
+    """A run directory is scored against one population only."""
+
+
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -38,6 +42,13 @@ class RunDir:
             aside = target.with_name(f".{POPULATION}.{os.getpid()}")
             aside.write_text(population.model_dump_json(indent=2))
             os.replace(aside, target)
+        else:
+            existing = self.population()
+            if (existing.sha256, existing.ids) != (population.sha256, population.ids):
+                raise PopulationMismatch(
+                    f"{self.path} holds population {existing.name} ({existing.sha256[:12]}, {existing.size} tasks), "
+                    f"not {population.name} ({population.sha256[:12]}, {population.size} tasks): "
+                    "use a new run directory")
         return self
 
     def population(self) -> Population:

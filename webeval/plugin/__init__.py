@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import episode, options, policies, record, runtime, suite, summary
+import uuid
+
+from webeval.plugin import allure, episode, gate, options, policies, record, runtime, selection, suite, summary, webvoyager
+from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
-from webeval.plugin.record import RUN_DIR
 
-_PARTS = (options, policies, runtime, episode, record, suite, summary)
+_PARTS = (options, selection, gate, policies, runtime, episode, record, suite, summary, webvoyager, allure)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -24,6 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or getattr(config.option, "version", False):
         return
     config.stash[RUN_DIR] = RunDir(run_dir_path(config))
+    # One id per session, shared by its workers: valid records of one task from two sessions are duplicates.
+    worker_input = getattr(config, "workerinput", None)
+    config.stash[SESSION_ID] = worker_input["webeval_session"] if worker_input else uuid.uuid4().hex[:12]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -42,6 +47,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_configure_node(node) -> None:
     """xdist: every worker writes into the controller's run directory."""
     node.workerinput["webeval_run_dir"] = str(node.config.stash[RUN_DIR].path)
+    node.workerinput["webeval_session"] = node.config.stash[SESSION_ID]
 
 
 @pytest.fixture(scope="session")

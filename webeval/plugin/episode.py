@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Awaitable, Callable
 
 import pytest
+from playwright.async_api import Error as PlaywrightError
 
 from webeval.agent.environment import Environment
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop
-from webeval.outcomes.record import InfraError, JudgeError
+from webeval.outcomes.record import InfraError, JudgeError, Outcome
 from webeval.outcomes.verdict import Verdict
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin.keys import ATTEMPT, EPISODE, VERDICT
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import make_policy
+from webeval.plugin.record import record_attempt
 from webeval.plugin.runtime import WorkerRuntime
 from webeval.tasks import Task
 
@@ -51,10 +52,18 @@ async def run_episode(
     prepared = environment.prepare(task)
     attempt, folder = run_dir.attempt_dir(task.id)
     item.stash[ATTEMPT] = (attempt, folder)
-    session = await runtime.browser.new_session(folder, settings.settle_cap_s)
     try:
+        session = await runtime.browser.new_session(folder, settings.settle_cap_s)
         if prepared.cookies:
             await session.context.add_cookies(prepared.cookies)
+    except (InfraError, PlaywrightError) as exc:
+        # The browser died between tasks, or while this one was being set up: the episode ran and broke.
+        infra = exc if isinstance(exc, InfraError) else InfraError("browser", str(exc).splitlines()[0])
+        episode = Episode(task_id=task.id, folder=folder, infra=infra)
+        write_evidence(episode, prepared.task)
+        item.stash[EPISODE] = episode
+        return episode
+    try:
         policy = make_policy(settings, session, prepared)
         episode = await AgentLoop(session, runtime.device, policy, settings.budgets).run(prepared.task, folder)
         if prepared.read_state is not None:
@@ -81,8 +90,20 @@ def run_task(
     """`verdict = await run_task(task)`: the episode, its evidence and the judge's verdict."""
 
     async def run(task: Task) -> Verdict:
-        episode = await run_episode(request.node, task, webeval_ready_runtime, webeval_settings, webeval_run_dir,
-                                    webeval_environment)
+        for retry in range(webeval_settings.infra_retries + 1):
+            if retry:
+                try:
+                    await webeval_ready_runtime.ready()  # a fresh browser (and display) if they died
+                except InfraError as exc:
+                    pytest.xfail(f"infra[{exc.kind}]: {exc.message}")
+            episode = await run_episode(request.node, task, webeval_ready_runtime, webeval_settings,
+                                        webeval_run_dir, webeval_environment)
+            if episode.infra is None or retry == webeval_settings.infra_retries:
+                break
+            # Every attempt is on record; only the last one is the test's outcome.
+            record_attempt(request.config, task, Outcome.infra_error, kind=episode.infra.kind,
+                           reason=f"infra[{episode.infra.kind}]: {episode.infra.message} (retried)", episode=episode,
+                           attempt=request.node.stash[ATTEMPT], duration_s=episode.duration_s)
         if episode.infra is not None:
             pytest.xfail(f"infra[{episode.infra.kind}]: {episode.infra.message}")
         try:
@@ -94,8 +115,4 @@ def run_task(
         return verdict
 
     return run
-
-
-def worker_id() -> str:
-    return os.environ.get("PYTEST_XDIST_WORKER", "main")
 

@@ -22,6 +22,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--step-timeout", type=float, default=120.0, help="seconds one step may take (default 120)")
     group.addoption("--task-timeout", type=float, default=900.0, help="seconds one task may take (default 900)")
     group.addoption("--settle-cap", type=float, default=3.0, help="longest wait for a page to settle, s (default 3)")
+    group.addoption("--infra-retries", type=int, default=0,
+                    help="re-run an episode that hit an infrastructure error, in a fresh browser context, N times")
     group.addoption("--browser-path", default=None, help="Chromium executable (default $WEBEVAL_CHROMIUM or system)")
 
 
@@ -32,6 +34,7 @@ class Settings:
     budgets: Budgets
     settle_cap_s: float
     browser_path: str | None
+    infra_retries: int = 0
 
 
 def screen_size(text: str) -> tuple[int, int]:
@@ -43,9 +46,10 @@ def screen_size(text: str) -> tuple[int, int]:
 
 def settings(config: pytest.Config) -> Settings:
     option = config.option
-    for name in ("max_steps",):
-        if getattr(option, name) < 1:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if option.max_steps < 1:
+        raise pytest.UsageError("--max-steps must be at least 1")
+    if option.infra_retries < 0:
+        raise pytest.UsageError("--infra-retries must be 0 or more")
     for name in ("step_timeout", "task_timeout", "settle_cap"):
         if getattr(option, name) <= 0:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive")
@@ -56,6 +60,7 @@ def settings(config: pytest.Config) -> Settings:
                         task_timeout_s=option.task_timeout),
         settle_cap_s=option.settle_cap,
         browser_path=option.browser_path,
+        infra_retries=option.infra_retries,
     )
 
 
@@ -64,6 +69,8 @@ def run_dir_path(config: pytest.Config) -> Path:
     worker_input = getattr(config, "workerinput", None)
     if worker_input is not None and "webeval_run_dir" in worker_input:
         return Path(worker_input["webeval_run_dir"])
+    if getattr(config.option, "resume", None):
+        return Path(config.option.resume)
     if config.option.run_dir:
         return Path(config.option.run_dir)
     from webeval.outcomes.rundir import RunDir

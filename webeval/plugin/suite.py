@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.rundir import PopulationMismatch, RunDir
 from webeval.plugin.keys import TASK
-from webeval.plugin.record import RUN_DIR
+from webeval.plugin.keys import RUN_DIR
 from webeval.tasks import Population, Task
 
 
@@ -16,7 +16,10 @@ def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[T
         return
     run_dir: RunDir | None = metafunc.config.stash.get(RUN_DIR, None)
     if run_dir is not None:
-        run_dir.create(population)
+        try:
+            run_dir.create(population)
+        except PopulationMismatch as exc:
+            raise pytest.UsageError(str(exc)) from None
     metafunc.parametrize("task", tasks, ids=[task.id for task in tasks])
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
 from webeval.outcomes.rundir import POPULATION
-from webeval.plugin.record import RUN_DIR
+from webeval.plugin import gate
+from webeval.plugin.keys import RUN_DIR
 
 SUMMARY = pytest.StashKey[Summary]()
 
@@ -18,7 +19,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     run_dir = config.stash.get(RUN_DIR, None)
     if run_dir is not None and (run_dir.path / POPULATION).exists():
-        config.stash[SUMMARY] = write_summary(run_dir)
+        config.stash[SUMMARY] = summary = write_summary(run_dir)
+        gate.apply(session, summary)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -30,3 +32,6 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in summary_lines(summary):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
+    line = config.stash.get(gate.VERDICT_LINE, None)
+    if line:
+        terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)

@@ -16,19 +16,18 @@ from webeval.runtime.procs import spawn
 _KEY_NAMES = {"return": "enter", "esc": "escape", "meta": "winleft", "super": "winleft", "cmd": "winleft"}
 
 
-def _pyautogui(display: str, xauthority: str):
-    # pyautogui binds to $DISPLAY when first imported; later displays (a restarted Xvfb) are rebound here.
-    os.environ.setdefault("DISPLAY", display)
-    os.environ["XAUTHORITY"] = xauthority
+def _pyautogui(connection):
+    """PyAutoGUI, sending through this device's own X connection.
+
+    pyautogui binds to $DISPLAY when first imported; a restarted Xvfb (even one that got the same display number)
+    needs a new connection, so each device brings its own and hands it over before every action.
+    """
     import pyautogui
     from pyautogui import _pyautogui_x11 as x11
-    from Xlib.display import Display as XDisplay
 
     pyautogui.PAUSE = 0
     pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
-    if getattr(x11, "_webeval_display", None) != display:
-        x11._display = XDisplay(display)
-        x11._webeval_display = display
+    x11._display = connection
     return pyautogui
 
 
@@ -51,6 +50,7 @@ class VisibleInput:
         self.display_name = display_name
         self._env = env
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webeval-input")
+        self._connection = None
 
     async def perform(self, action: Computer) -> None:
         if action.action == "wait":
@@ -63,9 +63,23 @@ class VisibleInput:
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except Exception:
+                pass  # the X server may be gone already
+
+    def _connect(self):
+        if self._connection is None:
+            os.environ.setdefault("DISPLAY", self.display_name)  # pyautogui connects to $DISPLAY on import
+            os.environ["XAUTHORITY"] = self._env["XAUTHORITY"]
+            from Xlib.display import Display as XDisplay
+
+            self._connection = XDisplay(self.display_name)
+        return self._connection
 
     def _perform(self, a: Computer) -> None:
-        gui = _pyautogui(self.display_name, self._env["XAUTHORITY"])
+        gui = _pyautogui(self._connect())
         if a.action == "click":
             gui.click(a.x, a.y)
         elif a.action == "double_click":

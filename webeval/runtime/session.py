@@ -120,6 +120,19 @@ class TaskSession:
                 return page
         raise KeyError(tab_id)
 
+    async def browser_alive(self) -> bool:
+        """Ask Chromium itself: a dead browser closes every page too, which must not look like the agent's doing."""
+        browser = self.context.browser
+        if browser is None or not browser.is_connected():
+            return False
+        try:
+            cdp = await asyncio.wait_for(browser.new_browser_cdp_session(), 5)
+            await asyncio.wait_for(cdp.send("Browser.getVersion"), 5)
+            await cdp.detach()
+            return True
+        except (PlaywrightError, asyncio.TimeoutError):
+            return False
+
     def require_active(self) -> Page:
         if self.active is None or self.active.is_closed():
             raise LastTabClosed("no tab is open")

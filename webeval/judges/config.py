@@ -1,0 +1,183 @@
+"""Choosing and building a WebVoyager judge: `model`, `reference`, or both; endpoints, profiles and keys.
+
+Keys come only from the environment (a profile or option names the variable, never the key), and nothing here
+puts a key into text: `public()` is what may be shown or stored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from webeval.judges.reference import reference_verdict
+from webeval.judges.webvoyager import Endpoint, ModelJudge
+from webeval.outcomes.verdict import Verdict
+from webeval.tasks import Task
+
+KINDS = ("model", "reference")
+PROFILES_ENV = "WEBEVAL_JUDGE_PROFILES"
+PROFILE_FILE = "judge-profiles.toml"
+BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
+    "openai-gpt-4o": {"base_url": "https://api.openai.com/v1", "model": "gpt-4o", "api_key_env": "OPENAI_API_KEY"},
+}
+_PROFILE_KEYS = {"base_url", "model", "api_key_env", "temperature", "timeout", "retries"}
+
+
+class JudgeConfigError(ValueError):
+    """A judge misconfiguration: one line for the user, before any task runs."""
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    kinds: tuple[str, ...] = ("model",)
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    profile: str | None = None
+    timeout_s: float = 120.0
+    retries: int = 2
+    temperature: float | None = 0.0
+    screenshots: int | None = None  # the last K; None means all (bounded)
+
+    @property
+    def uses_model(self) -> bool:
+        return "model" in self.kinds
+
+    @property
+    def configured(self) -> bool:
+        return not self.uses_model or bool(self.base_url and self.model)
+
+    def public(self) -> dict[str, Any]:
+        """What may be printed or stored: the variable that holds the key, never the key."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        kinds = "+".join(self.kinds)
+        if not self.uses_model:
+            return f"judge: {kinds}"
+        if not self.configured:
+            return (f"judge: {kinds}, NOT CONFIGURED (pass --judge-base-url and --judge-model, or --judge-profile): "
+                    "finished tasks will be judge_failed until re-judged with --rejudge")
+        key = f", key from ${self.api_key_env}" if self.api_key_env else ""
+        return f"judge: {kinds}, model {self.model} at {self.base_url}{key}"
+
+    def endpoint(self, environ: dict[str, str] | None = None) -> Endpoint:
+        environ = os.environ if environ is None else environ
+        if not (self.base_url and self.model):
+            raise JudgeConfigError("the model judge needs --judge-base-url and --judge-model (or --judge-profile)")
+        key = None
+        if self.api_key_env:
+            key = environ.get(self.api_key_env)
+            if not key:
+                raise JudgeConfigError(f"the judge's API key variable ${self.api_key_env} is not set")
+        return Endpoint(base_url=self.base_url, model=self.model, api_key=key, timeout_s=self.timeout_s,
+                        retries=self.retries, temperature=self.temperature)
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(k.strip() for k in text.replace("+", ",").split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in KINDS]
+    if not kinds or unknown:
+        raise JudgeConfigError(f"--judge {text!r}: use model, reference, or both (model,reference)")
+    return kinds
+
+
+def profiles(root: Path | None = None) -> tuple[dict[str, dict[str, Any]], Path | None]:
+    """Built-in profiles, then those of $WEBEVAL_JUDGE_PROFILES or <root>/judge-profiles.toml (tables by name)."""
+    found = dict(BUILTIN_PROFILES)
+    path = Path(os.environ[PROFILES_ENV]) if os.environ.get(PROFILES_ENV) else (root / PROFILE_FILE if root else None)
+    if path is None or (not path.exists() and not os.environ.get(PROFILES_ENV)):
+        return found, None
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise JudgeConfigError(f"{path}: cannot read judge profiles: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise JudgeConfigError(f"{path}: invalid TOML: {exc}") from None
+    for name, table in document.items():
+        if not isinstance(table, dict):
+            raise JudgeConfigError(f"{path}: profile {name!r} must be a table ([{name}])")
+        if "api_key" in table:
+            raise JudgeConfigError(f"{path}: profile {name!r} holds an API key: name its variable with api_key_env")
+        unknown = sorted(set(table) - _PROFILE_KEYS)
+        if unknown:
+            raise JudgeConfigError(f"{path}: profile {name!r} has unknown key {unknown[0]!r}")
+        found[name] = table
+    return found, path
+
+
+def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
+    """The config with its profile's values filled in wherever no option gave one."""
+    if not config.profile:
+        return config
+    known, path = profiles(root)
+    table = known.get(config.profile)
+    if table is None:
+        where = f" (profiles: built-in and {path})" if path else ""
+        raise JudgeConfigError(f"--judge-profile {config.profile!r} is unknown: use one of "
+                               f"{', '.join(sorted(known))}{where}")
+    defaults = JudgeConfig()
+    filled: dict[str, Any] = {}
+    for key, field in (("base_url", "base_url"), ("model", "model"), ("api_key_env", "api_key_env"),
+                       ("temperature", "temperature"), ("timeout", "timeout_s"), ("retries", "retries")):
+        if key in table and getattr(config, field) == getattr(defaults, field):
+            filled[field] = table[key]
+    return replace(config, **filled)
+
+
+async def check_endpoint(endpoint: Endpoint, timeout_s: float = 15.0) -> None:
+    """Stop before any task when the judge cannot work at all: unreachable, key refused, model not served."""
+    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY",
+                                timeout=timeout_s, max_retries=0)
+    where = f"the judge endpoint {endpoint.base_url}"
+    try:
+        models = [m.id async for m in client.models.list()]
+    except openai.AuthenticationError:
+        raise JudgeConfigError(f"{where} refused the API key (HTTP 401)") from None
+    except openai.PermissionDeniedError:
+        raise JudgeConfigError(f"{where} refused the API key (HTTP 403)") from None
+    except openai.APIConnectionError:
+        raise JudgeConfigError(f"{where} is unreachable") from None
+    except (openai.APIStatusError, openai.APIResponseValidationError, ValueError, TypeError):
+        return  # endpoints without a model list: the first judge call will tell
+    finally:
+        await client.close()
+    if models and endpoint.model not in models:
+        shown = ", ".join(models[:8]) + (", ..." if len(models) > 8 else "")
+        raise JudgeConfigError(f"{where} does not serve model {endpoint.model!r} (it serves {shown})")
+
+
+class Judging:
+    """The chosen judge(s) as one: `await judging.judge(task, evidence, folder)`.
+
+    Both kinds together: a task with golden answers passes only when the answer meets one and the model agrees;
+    a task without them is the model's alone.
+    """
+
+    def __init__(self, config: JudgeConfig, environ: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.model = ModelJudge(config.endpoint(environ), config.screenshots) if config.uses_model else None
+
+    async def judge(self, task: Task, evidence: dict[str, Any], folder: Path) -> Verdict:
+        if self.model is None:
+            return reference_verdict(task, evidence.get("answer"))
+        if "reference" in self.config.kinds and task.reference_answers:
+            reference = reference_verdict(task, evidence.get("answer"))
+            if not reference.success:
+                return reference
+            verdict = await self.model.judge(task, evidence, folder)
+            return verdict.model_copy(update={
+                "judge": "webvoyager+reference",
+                "reason": f"{verdict.reason} (reference: {reference.reason})",
+                "details": {**verdict.details, "reference": reference.details},
+            })
+        return await self.model.judge(task, evidence, folder)
+
+    async def close(self) -> None:
+        if self.model is not None:
+            await self.model.close()

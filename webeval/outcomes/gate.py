@@ -1,0 +1,38 @@
+"""CI gating on a run's summary: a minimum score, no regression against a baseline, and completeness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webeval.outcomes.reconcile import Summary
+
+# Exit statuses of a gated run (pytest's own are 0-5).
+GATE_PASSED = 0
+GATE_SCORE = 10  # below --gate-min-score, or below the baseline by more than the tolerance
+GATE_INCOMPLETE = 11  # the run has holes and --allow-incomplete was not given
+
+
+@dataclass(frozen=True)
+class Gate:
+    min_score: float | None = None
+    baseline_score: float | None = None
+    tolerance: float = 0.02
+    allow_incomplete: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.min_score is not None or self.baseline_score is not None
+
+
+def decide(gate: Gate, summary: Summary) -> tuple[int, str]:
+    """(exit status, one line saying why)."""
+    if not summary.complete and not gate.allow_incomplete:
+        holes = summary.n - summary.passed - summary.failed
+        return GATE_INCOMPLETE, (f"gate failed: the run is incomplete ({holes} of {summary.n} tasks without a valid "
+                                 "result); resume it, or pass --allow-incomplete")
+    if gate.min_score is not None and summary.score < gate.min_score:
+        return GATE_SCORE, f"gate failed: score {summary.score:.4f} is below the minimum {gate.min_score:.4f}"
+    if gate.baseline_score is not None and summary.score < gate.baseline_score - gate.tolerance:
+        return GATE_SCORE, (f"gate failed: score {summary.score:.4f} is below the baseline {gate.baseline_score:.4f} "
+                            f"by more than {gate.tolerance:.4f}")
+    return GATE_PASSED, f"gate passed: score {summary.score:.4f}"

@@ -1,0 +1,246 @@
+"""Allure results of a webeval run, in `<run-dir>/allure-results` unless `--alluredir` says where.
+
+Each task test's result carries the task's labels, its parameters (volatile ones excluded from the history id),
+one step per agent step with the screenshot it saw (click point marked) and the model's raw reply, the final
+answer, the verdict and an animated replay. At the end of the session the controller completes the results to the
+population's N (webeval.report.results).
+
+allure-pytest writes results only when `--alluredir` is given, and decides that in its own pytest_configure.
+Without the option we start its writer ourselves, once collection shows that the session runs tasks: a session of
+the harness's own tests then leaves no run directory behind. With xdist every worker collects, so every worker
+starts a writer into the same folder.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from webeval.agent.episode import Episode
+from webeval.outcomes.record import Outcome
+from webeval.outcomes.rundir import POPULATION, RunDir
+from webeval.outcomes.verdict import Verdict
+from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK, VERDICT
+from webeval.plugin.record import failure_class, outcome_of, worker_id
+from webeval.report.categories import allure_status, status_message
+from webeval.report.environment import environment
+from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
+from webeval.report.replay import Frame, marked_png, replay_webp
+from webeval.report.results import RESULTS_DIR, complete_results
+from webeval.report.steps import step_title
+from webeval.tasks import Task
+
+_OUTCOME = pytest.StashKey[tuple[Outcome, str | None, str]]()
+_POPULATION = pytest.StashKey[str]()
+_COMPLETED = pytest.StashKey[tuple[Path, int, int]]()  # results folder, placeholders, N
+LISTENER = "allure_listener"  # the name allure-pytest registers its listener under
+
+
+def allure_loaded(config: pytest.Config) -> bool:
+    return config.pluginmanager.has_plugin("allure_pytest")
+
+
+def results_dir(config: pytest.Config) -> Path | None:
+    explicit = getattr(config.option, "allure_report_dir", None)
+    if explicit:
+        return Path(explicit).absolute()
+    run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
+    return run_dir.path.absolute() / RESULTS_DIR if run_dir is not None else None
+
+
+def _start_writer(config: pytest.Config, folder: Path) -> None:
+    """What allure-pytest's pytest_configure does when given --alluredir, done once we know tasks will run."""
+    from allure_commons import plugin_manager
+    from allure_commons.logger import AllureFileLogger
+    from allure_pytest.listener import AllureListener
+
+    listener = AllureListener(config)
+    config.pluginmanager.register(listener, LISTENER)
+    plugin_manager.register(listener)
+    writer = AllureFileLogger(str(folder))  # never cleaned: a resumed run adds to the same folder
+    plugin_manager.register(writer)
+    config.option.allure_report_dir = str(folder)
+    config.add_cleanup(lambda: plugin_manager.unregister(writer))
+    config.add_cleanup(lambda: plugin_manager.unregister(listener))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if config.option.collectonly or not allure_loaded(config) or config.pluginmanager.get_plugin(LISTENER):
+        return
+    folder = results_dir(config)
+    if folder is not None and any(TASK in item.stash for item in session.items):
+        _start_writer(config, folder)
+
+
+def _population_name(config: pytest.Config) -> str:
+    if _POPULATION not in config.stash:
+        run_dir: RunDir = config.stash[RUN_DIR]
+        config.stash[_POPULATION] = run_dir.population().name
+    return config.stash[_POPULATION]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if TASK in item.stash:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            item.stash[_OUTCOME] = outcome_of(item, report)
+        elif report.when == "teardown":
+            # allure-pytest has set its labels and history id by now, and writes the result after this report.
+            listener = item.config.pluginmanager.get_plugin(LISTENER)
+            result = listener.allure_logger.get_test(None) if listener is not None else None
+            if result is not None:
+                try:
+                    decorate(item, result)
+                except Exception as exc:  # a report detail must never change a task's outcome
+                    item.warn(pytest.PytestWarning(f"webeval: Allure details of {item.nodeid} are incomplete: {exc!r}"))
+    return report
+
+
+def decorate(item: pytest.Item, result: Any) -> None:
+    from allure_commons.model2 import Label, Parameter, StatusDetails
+    from allure_pytest.utils import pytest_markers
+
+    task: Task = item.stash[TASK]
+    population = _population_name(item.config)
+    episode = item.stash.get(EPISODE, None)
+    verdict = item.stash.get(VERDICT, None)
+    attempt, folder = item.stash.get(ATTEMPT, (0, None))
+    run_dir: RunDir = item.config.stash[RUN_DIR]
+
+    result.name = task.id
+    result.fullName = full_name(population, task.id)
+    result.testCaseId = test_case_id(population, task.id)
+    result.historyId = history_id(population, task.id)
+    result.titlePath = [population, task.site]
+    result.description = f"**Goal:** {task.goal}\n\n**Start:** {task.start_url}" + (
+        f"\n\n**Attempt folder:** `{folder.relative_to(run_dir.path)}`" if folder is not None else "")
+
+    markers = set(pytest_markers(item))  # allure-pytest turns markers such as `asyncio` into tags: noise here
+    labels = [label for label in result.labels
+              if label.name not in DEFAULT_SUITE_LABELS and not (label.name == "tag" and label.value in markers)]
+    labels += [Label(name=name, value=value) for name, value in task_labels(population, task.site, task.id, task.tags)]
+
+    outcome, kind, reason = item.stash.get(_OUTCOME, (Outcome.harness_error, None, "no outcome was recorded"))
+    labels.append(Label(name="outcome", value=outcome.value))
+    if outcome is not Outcome.passed:
+        fclass = None
+        if outcome is Outcome.failed:
+            fclass = failure_class(task, episode, verdict.details if verdict else None).value
+            labels.append(Label(name="failure_class", value=fclass))
+        details = result.statusDetails or StatusDetails()
+        details.message = status_message(outcome, reason, kind=kind, failure_class=fclass)
+        result.statusDetails = details
+    result.status = allure_status(outcome)
+    result.labels = labels
+
+    kept = [p for p in result.parameters if p.name != "task"]
+    result.parameters = [Parameter(name="task", value=task.id), *kept,
+                         Parameter(name="worker", value=worker_id(), excluded=True),
+                         Parameter(name="attempt", value=str(attempt), excluded=True),
+                         Parameter(name="run id", value=run_dir.run_id, excluded=True)]
+    if episode is not None:
+        _add_steps(result, episode)
+        _add_outcome(result, episode, verdict)
+
+
+def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | None = None,
+            source: Path | None = None) -> None:
+    from allure_commons import plugin_manager
+    from allure_commons.model2 import Attachment
+
+    file_name = f"{uuid.uuid4()}-attachment.{ext}"
+    if source is not None:
+        plugin_manager.hook.report_attached_file(source=str(source), file_name=file_name)
+    else:
+        plugin_manager.hook.report_attached_data(body=data, file_name=file_name)
+    owner.attachments.append(Attachment(name=name, source=file_name, type=mime))
+
+
+def _add_steps(result: Any, episode: Episode) -> None:
+    from allure_commons.model2 import Parameter, StatusDetails, TestStepResult
+
+    clock = result.start or 0
+    for step in episode.steps:
+        # Steps carry their measured length; laid end to end from the test's start they match its timeline.
+        length = step.timings.get("step") or sum(step.timings.values()) or step.latency_s
+        node = TestStepResult(name=step_title(step.step, step.actions, step.error), stage="finished",
+                              status="failed" if step.error else "passed",
+                              start=clock, stop=clock + int(length * 1000))
+        clock = node.stop
+        if step.error:
+            node.statusDetails = StatusDetails(message=step.error)
+        node.parameters = [Parameter(name="url", value=step.url), Parameter(name="title", value=step.title)]
+        if step.results:
+            node.parameters.append(Parameter(name="result", value="; ".join(step.results)))
+        node.parameters += [Parameter(name=f"{name} s", value=f"{value:.2f}") for name, value in step.timings.items()]
+        node.parameters += [Parameter(name=name, value=str(value)) for name, value in step.usage.items()]
+        screenshot = episode.folder / step.screenshot
+        if screenshot.is_file():
+            marked = marked_png(screenshot.read_bytes(), step.actions)
+            if marked is not None:
+                _attach(node, "screenshot (click marked)", "image/png", "png", data=marked)
+            else:
+                _attach(node, "screenshot", "image/png", "png", source=screenshot)
+        if step.raw:
+            _attach(node, "model reply", "text/plain", "txt", data=step.raw)
+        if step.actions:
+            _attach(node, "actions", "application/json", "json",
+                    data=json.dumps(step.actions, indent=2, ensure_ascii=False))
+        result.steps.append(node)
+
+
+def _add_outcome(result: Any, episode: Episode, verdict: Verdict | None) -> None:
+    if episode.answer is not None:
+        _attach(result, "final answer", "text/plain", "txt", data=episode.answer)
+    if verdict is not None:
+        _attach(result, f"verdict: {'success' if verdict.success else 'failure'}", "application/json", "json",
+                data=verdict.model_dump_json(indent=2))
+        if verdict.raw:
+            _attach(result, "judge reply", "text/plain", "txt", data=verdict.raw)
+    elif episode.infra is not None:
+        _attach(result, "infrastructure error", "text/plain", "txt",
+                data=f"{episode.infra.kind}: {episode.infra.message}")
+    replay = replay_webp([Frame(episode.folder / s.screenshot, s.step, s.actions, s.error) for s in episode.steps])
+    if replay is not None:
+        _attach(result, "replay", "image/webp", "webp", data=replay)
+    evidence = episode.folder / "evidence.json"
+    if evidence.is_file():
+        _attach(result, "evidence", "application/json", "json", source=evidence)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Once, on the controller: the results complete to N, with the run's environment."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.collectonly or not allure_loaded(config):
+        return
+    run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
+    folder = results_dir(config)
+    if run_dir is None or folder is None or not (run_dir.path / POPULATION).exists():
+        return
+    from webeval.runtime.browser import find_chromium
+
+    population = run_dir.population()
+    env = environment(population, run_dir.records(), policy=config.option.policy,
+                      model=getattr(config.option, "model", None),
+                      chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath))
+    missing = complete_results(folder, run_dir, env)
+    config.stash[_COMPLETED] = (folder, len(missing), population.size)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    completed = config.stash.get(_COMPLETED, None)
+    run_dir = config.stash.get(RUN_DIR, None)
+    if completed is None or run_dir is None:
+        return
+    folder, placeholders, n = completed
+    terminalreporter.write_line(f"  allure results: {folder} ({n} tasks, {placeholders} without a test result)")
+    terminalreporter.write_line(f"  report: webeval report {run_dir.path}")

@@ -1,0 +1,86 @@
+"""Which tasks this session runs: `--resume DIR` skips tasks with a valid result, `--shard K/N` takes a share.
+
+Neither changes the denominator: what is not run here is reported as not run. Both decide on the controller and
+the decision reaches every xdist worker unchanged, so all workers collect the same tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from webeval.outcomes.rundir import POPULATION, RunDir
+
+DONE = pytest.StashKey[frozenset[str]]()
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("webeval")
+    group.addoption("--resume", default=None, metavar="DIR",
+                    help="continue the run in DIR: run only tasks without a valid result, append to DIR")
+    group.addoption("--shard", default=None, metavar="K/N", help="run the K-th of N deterministic shards by task id")
+
+
+def shard_of(option: str | None) -> tuple[int, int] | None:
+    if option is None:
+        return None
+    match = _SHARD.match(option)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise pytest.UsageError(f"--shard {option!r}: expected K/N with 1 <= K <= N, for example 1/2")
+    return int(match[1]), int(match[2])
+
+
+def in_shard(task_id: str, shard: tuple[int, int]) -> bool:
+    """Stable across machines and Python versions: a hash of the id, never of the position."""
+    k, n = shard
+    return int(hashlib.sha256(task_id.encode()).hexdigest(), 16) % n == k - 1
+
+
+def resume_dir(config: pytest.Config) -> Path | None:
+    if config.option.resume is None:
+        return None
+    path = Path(config.option.resume)
+    if not (path / POPULATION).is_file():
+        raise pytest.UsageError(f"--resume {path}: not a run directory (no {POPULATION}); nothing was changed")
+    if config.option.run_dir and Path(config.option.run_dir).resolve() != path.resolve():
+        raise pytest.UsageError("--resume DIR appends to DIR: do not also pass a different --run-dir")
+    return path
+
+
+def completed_ids(path: Path) -> frozenset[str]:
+    return frozenset(r.task_id for r in RunDir(path).records() if r.outcome.valid)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    shard_of(config.option.shard)
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and "webeval_done" in worker_input:
+        config.stash[DONE] = frozenset(worker_input["webeval_done"])
+        return
+    path = resume_dir(config)
+    config.stash[DONE] = completed_ids(path) if path else frozenset()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["webeval_done"] = sorted(node.config.stash[DONE])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    done = config.stash.get(DONE, frozenset())
+    shard = shard_of(config.option.shard)
+    if not done and shard is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        task = getattr(item, "callspec", None) and item.callspec.params.get("task")
+        task_id = getattr(task, "id", None)
+        skip = task_id is not None and (task_id in done or (shard is not None and not in_shard(task_id, shard)))
+        (drop if skip else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

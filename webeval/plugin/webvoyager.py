@@ -1,0 +1,257 @@
+"""The WebVoyager suite's part of the plugin: its options, site checks, judge, bot walls, and judge-only re-runs.
+
+A suite turns it on from its conftest (`configure(config)` and `parametrize(metafunc)`); other suites never load
+WebVoyager data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from webeval.agent.live import LiveSites, blocked_steps
+from webeval.judges.config import Judging, JudgeConfigError, check_endpoint
+from webeval.judges.rejudge import Rejudged, rejudge
+from webeval.outcomes.record import JudgeError, Outcome
+from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.verdict import Verdict
+from webeval.plugin import suite
+from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK
+from webeval.plugin.webvoyager_setup import DATA_DIR_ENV, RUN_CONFIG, Setup, build
+from webeval.runtime.sites import unreachable
+from webeval.tasks import Task
+from webeval.tasks.webvoyager import POPULATIONS
+
+SETUP = pytest.StashKey[Setup]()
+REJUDGED = pytest.StashKey[list[Rejudged]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("webvoyager", "webeval: the WebVoyager suite")
+    add = group.addoption
+    add("--population", default=None, help=f"pinned task population: {', '.join(POPULATIONS)} (default original)")
+    add("--tasks-file", default=None, metavar="PATH", help="a task file in WebVoyager's format instead")
+    add("--data-dir", default=None, metavar="DIR",
+        help=f"a local copy of the population's files (default ${DATA_DIR_ENV}, else the prepared cache)")
+    add("--today", default=None, metavar="YYYY-MM-DD", help="the date that date templates are rendered against")
+    add("--site-map", action="append", default=[], metavar="NAME=URL", help="start a site's tasks at URL instead")
+    add("--site-proxy", action="append", default=[], metavar="NAME=URL", help="reach a site (or * for all) via a proxy")
+    add("--site-proxy-auth", action="append", default=[], metavar="NAME=ENV",
+        help="the environment variable that holds 'user:password' for a site's proxy")
+    add("--site-timeout", type=float, default=10.0, help="seconds a site's start URL may take to answer (default 10)")
+    add("--block-budget", type=int, default=3,
+        help="observations in a row of a CAPTCHA / anti-bot page before a task is infra[site_blocked] (default 3)")
+    add("--judge", default=None, help="model, reference, or model,reference (default model)")
+    add("--judge-base-url", default=None, help="the judge's OpenAI-compatible endpoint")
+    add("--judge-model", default=None, help="the judge's (multimodal) model")
+    add("--judge-api-key-env", default=None, metavar="ENV", help="the environment variable holding the judge's key")
+    add("--judge-profile", default=None, help="a named judge (built-in, or in judge-profiles.toml)")
+    add("--judge-timeout", type=float, default=120.0, help="seconds one judge call may take (default 120)")
+    add("--judge-retries", type=int, default=2, help="retries of a failed judge call (default 2)")
+    add("--judge-temperature", default="0", help="the judge's sampling temperature, or 'none' to send none")
+    add("--judge-screenshots", type=int, default=None, metavar="K", help="the judge sees the last K screenshots")
+    add("--judge-concurrency", type=int, default=8, help="judge calls at once when re-judging (default 8)")
+    add("--rejudge", default=None, metavar="DIR", help="judge a finished run's evidence again; no browser starts")
+    add("--judge-failed-only", action="store_true", help="with --rejudge: only the tasks whose judge failed")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "rejudge", None) and not hasattr(config, "workerinput"):
+        # Re-judging is judge calls in this process, run in parallel: no workers, no displays, no browsers.
+        config.option.run_dir = config.option.rejudge
+        config.option.dist, config.option.tx, config.option.numprocesses = "no", [], 0
+
+
+def configure(config: pytest.Config) -> Setup:
+    """Called by the suite's conftest: read the population (its pins checked) and settle every option."""
+    if SETUP not in config.stash:
+        config.stash[SETUP] = build(config)
+    return config.stash[SETUP]
+
+
+def parametrize(metafunc: pytest.Metafunc) -> None:
+    setup = configure(metafunc.config)
+    run_dir: RunDir | None = metafunc.config.stash.get(RUN_DIR, None)
+    if setup.rejudge and run_dir is not None:
+        before = run_dir.population()
+        if before.ids != setup.population.ids or before.sha256 != setup.population.sha256:
+            raise pytest.UsageError(f"--rejudge {setup.rejudge}: that run is over population {before.name} "
+                                    f"({before.sha256[:12]}), not {setup.population.name} "
+                                    f"({setup.population.sha256[:12]})")
+    suite.parametrize(metafunc, setup.population, setup.tasks)
+    if run_dir is not None and "task" in metafunc.fixturenames:
+        _write_once(run_dir.path / RUN_CONFIG, setup.run_config())
+
+
+def _write_once(path: Path, document: dict[str, Any]) -> None:
+    if path.exists():
+        return
+    aside = path.with_name(f".{path.name}.{os.getpid()}")
+    aside.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(aside, path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist: every worker renders date templates against the controller's today."""
+    setup = node.config.stash.get(SETUP, None)
+    if setup is not None:
+        node.workerinput["webvoyager_today"] = setup.today.isoformat()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    setup = session.config.stash.get(SETUP, None)
+    if setup is None or hasattr(session.config, "workerinput") or session.config.option.collectonly:
+        return
+    if setup.judge.uses_model and setup.judge.configured:
+        try:
+            asyncio.run(check_endpoint(setup.judge.endpoint()))
+        except JudgeConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    setup = config.stash.get(SETUP, None)
+    if setup is None:
+        return []
+    lines = [f"webvoyager: {setup.population.name}, {setup.population.size} tasks "
+             f"(sha256 {setup.population.sha256[:12]}), dates as of {setup.today}", setup.judge.describe()]
+    lines += [f"site map: {name} -> {url}" for name, url in setup.environment.site_map.items()]
+    lines += [f"proxy: {name} via {proxy.describe()}" for name, proxy in setup.environment.proxies.items()]
+    if setup.rejudge:
+        lines.append(f"re-judging {setup.rejudge}" + (" (judge_failed tasks only)" if setup.failed_only else ""))
+    return lines
+
+
+class SiteChecks:
+    """Each start URL is checked once per worker and session; the answer is kept."""
+
+    def __init__(self, environment: LiveSites, timeout_s: float) -> None:
+        self.environment = environment
+        self.timeout_s = timeout_s
+        self._known: dict[tuple[str, str], str | None] = {}
+        self._lock = threading.Lock()
+
+    def problem(self, task: Task) -> str | None:
+        url = self.environment.start_url(task)
+        proxy = self.environment.proxy(task.site)
+        key = (url, proxy.server if proxy else "")
+        with self._lock:
+            if key not in self._known:
+                self._known[key] = unreachable(url, self.timeout_s, proxy)
+            return self._known[key]
+
+
+@pytest.fixture(scope="session")
+def webvoyager_setup(pytestconfig: pytest.Config) -> Setup:
+    setup = pytestconfig.stash.get(SETUP, None)
+    if setup is None:
+        raise pytest.UsageError("the WebVoyager fixtures need the suite's conftest (webvoyager.configure)")
+    return setup
+
+
+@pytest.fixture(scope="session")
+def webvoyager_site_checks(webvoyager_setup: Setup) -> SiteChecks:
+    return SiteChecks(webvoyager_setup.environment, webvoyager_setup.site_timeout_s)
+
+
+@pytest.fixture
+def webvoyager_environment(webvoyager_setup: Setup) -> LiveSites:
+    return webvoyager_setup.environment
+
+
+def _blocked(item: pytest.Item, budget: int) -> str | None:
+    episode = item.stash.get(EPISODE, None)
+    return blocked_steps(episode.steps, budget) if episode is not None else None
+
+
+@pytest.fixture(scope="session")
+async def webvoyager_judging(webvoyager_setup: Setup):
+    config = webvoyager_setup.judge
+    judging = Judging(config) if config.configured else None
+    yield judging
+    if judging is not None:
+        await judging.close()
+
+
+@pytest.fixture
+def webvoyager_judge(request: pytest.FixtureRequest, webvoyager_setup: Setup, webvoyager_judging):
+    """The suite's judge over the evidence; a task blocked by a bot wall is infrastructure, not judged."""
+
+    async def judge(task: Task, evidence: dict[str, Any]) -> Verdict:
+        blocked = _blocked(request.node, webvoyager_setup.block_budget)
+        if blocked:
+            pytest.xfail(f"infra[site_blocked]: {blocked}")
+        if webvoyager_judging is None:
+            raise JudgeError("no judge is configured (--judge-base-url and --judge-model, or --judge-profile)")
+        _, folder = request.node.stash[ATTEMPT]
+        return await webvoyager_judging.judge(task, evidence, folder)
+
+    return judge
+
+
+@pytest.fixture
+def webvoyager_run(request: pytest.FixtureRequest, webvoyager_setup: Setup,
+                   webvoyager_site_checks: SiteChecks) -> Callable[[Task], Awaitable[Verdict]]:
+    """`verdict = await webvoyager_run(task)`: the site checked first, so an unreachable site starts no browser."""
+    task: Task = request.node.stash[TASK]
+    problem = webvoyager_site_checks.problem(task)
+    if problem:
+        pytest.skip(f"precondition[site_unreachable]: {problem}")
+    if request.config.option.policy is None:
+        pytest.exit("no policy: pass --policy (a model behind an OpenAI-compatible API)", returncode=4)
+    run_task = request.getfixturevalue("run_task")
+
+    async def run(task: Task) -> Verdict:
+        verdict = await run_task(task)
+        blocked = None if verdict.success else _blocked(request.node, webvoyager_setup.block_budget)
+        if blocked:
+            pytest.xfail(f"infra[site_blocked]: {blocked}")
+        return verdict
+
+    return run
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    config = session.config
+    setup = config.stash.get(SETUP, None)
+    if setup is None or setup.rejudge is None or config.option.collectonly:
+        return None
+    chosen = {item.stash[TASK].id: item.stash[TASK] for item in session.items if TASK in item.stash}
+    run_dir = RunDir(setup.rejudge)
+    try:
+        judging = Judging(setup.judge)
+    except JudgeConfigError as exc:
+        raise pytest.UsageError(f"--rejudge: {exc}") from None
+
+    async def go() -> list[Rejudged]:
+        try:
+            return await rejudge(run_dir, chosen, judging.judge, judge_name=setup.judge.describe(),
+                                 failed_only=setup.failed_only, concurrency=setup.concurrency, select=set(chosen))
+        finally:
+            await judging.close()
+
+    results = asyncio.run(go())
+    config.stash[REJUDGED] = results
+    session.testsfailed = sum(1 for r in results if r.after is not None and r.after.outcome is Outcome.failed)
+    return True
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    results = config.stash.get(REJUDGED, None)
+    if results is None:
+        return
+    terminalreporter.section("webeval rejudge")
+    judged = [r for r in results if r.after is not None]
+    terminalreporter.write_line(f"re-judged {len(judged)} of {len(results)} tasks; "
+                                f"{len(results) - len(judged)} kept as they were")
+    for result in results:
+        terminalreporter.write_line("  " + result.line())

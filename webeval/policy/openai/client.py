@@ -1,0 +1,172 @@
+"""The chat-completions call: one request body in, the reply body out, with a per-call timeout and bounded retries.
+
+429 (honouring Retry-After), 5xx, connection errors and timeouts are retried with a doubling backoff, then they are
+infrastructure (`policy_unavailable`); 401/403 is a misconfiguration that stops the session; other HTTP errors are
+not retried. No message built here ever contains the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+import openai
+
+from webeval.outcomes.record import InfraError
+from webeval.policy.openai.profile import Profile
+
+# Parameters the client takes by name; anything else of a body travels as extra_body, so the body sent is the body.
+_NAMED = ("model", "messages", "tools", "tool_choice", "temperature", "top_p", "max_tokens", "max_completion_tokens")
+_NO_KEY = "EMPTY"  # vLLM and SGLang accept any key; the client refuses an empty one
+
+
+class PolicyAuthError(InfraError):
+    """The endpoint refused the credentials (401/403): every task would fail the same way, so the session stops."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("policy_auth", message)
+
+
+@dataclass
+class Exchange:
+    text: str  # the reply body exactly as received
+    reply: dict[str, Any] | None  # the reply body, parsed; None when it is not a JSON object
+    unreadable: str | None = None  # why it could not be parsed
+    retries: int = 0
+    latency_s: float = 0.0
+    errors: list[str] = field(default_factory=list)  # what went wrong on the attempts that were retried
+
+    @property
+    def usage(self) -> dict[str, int]:
+        usage = (self.reply or {}).get("usage") or {}
+        return {key: int(usage[key]) for key in ("prompt_tokens", "completion_tokens")
+                if isinstance(usage.get(key), (int, float))}
+
+
+class Transport(Protocol):
+    async def complete(self, body: dict[str, Any]) -> Exchange: ...
+
+    async def close(self) -> None: ...
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def api_key_from(environ: dict[str, str] | Any, profile: Profile) -> str:
+    return environ.get(profile.api_key_env) or _NO_KEY
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asked us to wait (retry-after-ms, Retry-After as seconds or as an HTTP date)."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    try:
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if message:
+            return str(message)[:300]
+    return (exc.response.text or exc.response.reason_phrase or "")[:300]
+
+
+def split_body(body: dict[str, Any]) -> dict[str, Any]:
+    named = {key: body[key] for key in _NAMED if key in body}
+    extra = {key: value for key, value in body.items() if key not in _NAMED}
+    if extra:
+        named["extra_body"] = extra
+    return named
+
+
+class HttpTransport:
+    """Chat completions over the real `openai.AsyncOpenAI` client; its own retries are off so ours are counted."""
+
+    def __init__(self, profile: Profile, api_key: str,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.profile = profile
+        self._secrets = (api_key,)
+        self._sleep = sleep
+        self._client = openai.AsyncOpenAI(base_url=profile.base_url, api_key=api_key, max_retries=0,
+                                          timeout=profile.timeout_s)
+
+    def _where(self) -> str:
+        return f"model {self.profile.model} at {self.profile.base_url}"
+
+    def _clean(self, text: str) -> str:
+        return redact(text, self._secrets)
+
+    async def complete(self, body: dict[str, Any]) -> Exchange:
+        profile = self.profile
+        began = time.monotonic()
+        errors: list[str] = []
+        backoff = profile.backoff_s
+        while True:
+            try:
+                raw = await self._client.chat.completions.with_raw_response.create(**split_body(body))
+                text = raw.text
+                reply, unreadable = parse_reply(text)
+                return Exchange(text=text, reply=reply, unreadable=unreadable, retries=len(errors),
+                                latency_s=time.monotonic() - began, errors=errors)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                raise PolicyAuthError(self._clean(
+                    f"{self._where()} refused the API key from ${profile.api_key_env} (HTTP {exc.status_code}): "
+                    f"{_server_message(exc)}")) from None
+            except openai.APIStatusError as exc:
+                problem = self._clean(f"HTTP {exc.status_code}: {_server_message(exc)}")
+                if exc.status_code != 429 and exc.status_code < 500:
+                    raise InfraError("policy_request", f"{self._where()} rejected the request: {problem}") from None
+                asked = retry_after(exc.response.headers)
+            except openai.APITimeoutError:
+                problem, asked = f"no reply within {profile.timeout_s:g} s", None
+            except openai.APIConnectionError as exc:
+                problem, asked = self._clean(f"connection failed: {exc.__cause__ or exc}"), None
+            errors.append(problem)
+            if len(errors) > profile.retries:
+                tries = f"{len(errors)} attempt{'s' if len(errors) > 1 else ''}"
+                raise InfraError("policy_unavailable", f"{self._where()}: {problem} ({tries})")
+            wait = min(backoff, profile.max_wait_s)
+            if asked is not None:
+                if asked > profile.max_wait_s:
+                    raise InfraError("policy_unavailable", f"{self._where()}: {problem}; it asked to wait "
+                                                           f"{asked:g} s, more than max_wait_s {profile.max_wait_s:g}")
+                wait = asked
+            backoff = backoff * 2 if backoff else 0.0
+            await self._sleep(wait)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def parse_reply(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The reply body as a JSON object, or why it is not one."""
+    try:
+        reply = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"the endpoint's reply is not JSON ({exc.msg} at column {exc.colno}): {text[:120]!r}"
+    if not isinstance(reply, dict):
+        return None, f"the endpoint's reply is not a JSON object: {text[:120]!r}"
+    return reply, None

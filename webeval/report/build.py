@@ -1,0 +1,129 @@
+"""Building the HTML report with Allure 3 (the npm package `allure`), offline: a folder and a single file.
+
+History: Allure 3 keeps it as a JSONL file, one data point per report. Ours holds one point per run: a report built
+again for the same run replaces that run's point, so the score's trend counts each run once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from webeval.report.categories import CATEGORIES
+
+ALLURE_ENV = "WEBEVAL_ALLURE"
+LOCAL_INSTALL = Path(".tools/allure/node_modules/.bin/allure")  # where `make setup` installs it
+FOLDER = "report"
+SINGLE_FILE = "report.html"
+# The Allure 3 templates load Google Analytics; a report built offline for reviewers does not phone home.
+_ANALYTICS = re.compile(
+    r'<script async src="https://www\.googletagmanager\.com/[^"]*"></script>\s*<script>[\s\S]*?</script>')
+
+
+class ReportError(Exception):
+    """The report cannot be built; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Built:
+    folder: Path  # index.html with its data beside it
+    single_file: Path
+    history: Path | None
+
+
+def find_allure(start: Path | None = None) -> Path:
+    """$WEBEVAL_ALLURE, else the project-local install found from `start` (default: cwd) or the webeval checkout."""
+    explicit = os.environ.get(ALLURE_ENV)
+    if explicit:
+        path = Path(explicit)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ReportError(f"${ALLURE_ENV}={explicit} is not an executable file")
+        return path
+    here = Path(start or Path.cwd()).absolute()
+    for root in dict.fromkeys([here, *here.parents, Path(__file__).resolve().parents[2]]):
+        candidate = root / LOCAL_INSTALL
+        if candidate.is_file():
+            return candidate
+    raise ReportError(f"Allure 3 is not installed: run `make setup` (it installs the npm package `allure` into "
+                      f"{LOCAL_INSTALL.parents[2]}), or set ${ALLURE_ENV} to an Allure 3 binary")
+
+
+def _forget_run(history: Path, name: str) -> None:
+    """Drop this run's earlier point, so that building its report again does not count the run twice."""
+    if not history.is_file():
+        return
+    kept = []
+    for line in history.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line).get("name") == name:
+                continue
+        except ValueError:
+            pass  # not ours to judge: Allure reads it, and says so if it is broken
+        kept.append(line)
+    aside = history.with_name(history.name + ".tmp")
+    aside.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+    aside.replace(history)
+
+
+def _config(name: str, output: Path, history: Path | None) -> dict:
+    config: dict = {
+        "name": name,
+        "output": str(output),
+        "plugins": {
+            "awesome": {"options": {"reportName": name, "singleFile": False}},
+            "single": {"import": "@allurereport/plugin-awesome", "options": {"reportName": name, "singleFile": True}},
+            "agent": {"enabled": False},  # Allure's output for coding agents: nothing a reviewer opens
+        },
+        "categories": {"rules": [{k: v for k, v in c.items() if k != "description"} for c in CATEGORIES]},
+    }
+    if history is not None:
+        config["historyPath"] = str(history)
+    return config
+
+
+def strip_analytics(html: Path) -> None:
+    text = html.read_text(encoding="utf-8")
+    cleaned = _ANALYTICS.sub("", text)
+    if cleaned != text:
+        html.write_text(cleaned, encoding="utf-8")
+
+
+def build(results: Path, output: Path, name: str, history: Path | None, allure: Path,
+          timeout_s: float = 600.0) -> Built:
+    """Generate the report from `results` into `output/report/` and `output/report.html`."""
+    output.mkdir(parents=True, exist_ok=True)
+    if history is not None:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        _forget_run(history, name)
+    with tempfile.TemporaryDirectory(prefix=".allure-build-", dir=output) as scratch:
+        work = Path(scratch)
+        generated = work / "out"
+        (work / "allurerc.json").write_text(json.dumps(_config(name, generated, history), indent=2), encoding="utf-8")
+        env = {**os.environ, "ALLURE_NO_ANALYTICS": "true", "NO_COLOR": "1"}
+        try:
+            done = subprocess.run([str(allure), "generate", "--config", "allurerc.json", str(results.absolute())],
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise ReportError(f"allure generate took longer than {timeout_s:.0f} s") from None
+        except OSError as exc:
+            raise ReportError(f"cannot run {allure}: {exc.strerror}") from None
+        folder, single = generated / "awesome", generated / "single" / "index.html"
+        if done.returncode != 0 or not (folder / "index.html").is_file() or not single.is_file():
+            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            raise ReportError(f"allure generate failed (exit {done.returncode}): "
+                              f"{lines[-1].strip() if lines else 'no output'}")
+        target_folder, target_single = output / FOLDER, output / SINGLE_FILE
+        if target_folder.exists():
+            shutil.rmtree(target_folder)
+        shutil.move(str(folder), target_folder)
+        shutil.move(str(single), target_single)
+    for html in (target_folder / "index.html", target_single):
+        strip_analytics(html)
+    return Built(folder=target_folder, single_file=target_single, history=history)
