@@ -14,6 +14,7 @@ class Prepared:
     cookies: list[dict[str, Any]] = field(default_factory=list)
     read_state: Callable[[], dict[str, Any]] | None = None  # the site's server-side state, kept as evidence
     rewrite_url: Callable[[str], str] = lambda url: url
+    proxy: dict[str, str] | None = None  # Playwright's proxy setting for this task's browser context
 
 
 class Environment:

@@ -38,7 +38,7 @@ class LiveSites(Environment):
         moved = task.model_copy(update={"start_url": self.start_url(task)}) if task.site in self.site_map else task
         prepared = Prepared(task=moved, rewrite_url=self.rewrite)
         proxy = self.proxy(task.site)
-        if proxy is not None and hasattr(prepared, "proxy"):
+        if proxy is not None:
             prepared.proxy = proxy.playwright()
         return prepared
 

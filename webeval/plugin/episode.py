@@ -53,7 +53,7 @@ async def run_episode(
     attempt, folder = run_dir.attempt_dir(task.id)
     item.stash[ATTEMPT] = (attempt, folder)
     try:
-        session = await runtime.browser.new_session(folder, settings.settle_cap_s)
+        session = await runtime.browser.new_session(folder, settings.settle_cap_s, proxy=prepared.proxy)
         if prepared.cookies:
             await session.context.add_cookies(prepared.cookies)
     except (InfraError, PlaywrightError) as exc:

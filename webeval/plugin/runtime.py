@@ -36,7 +36,7 @@ class WorkerRuntime:
             if self.device is not None:
                 self.device.close()
             self.device = VisibleInput(self.display.name, self.display.env())
-        if self.browser is None or not self.browser.alive:
+        if self.browser is None or not await self.browser.responds():
             if self.browser is not None:
                 self.restarts += 1
             await self._close_browser()

@@ -13,7 +13,7 @@ from playwright.async_api import Playwright, async_playwright
 
 from webeval.outcomes.record import InfraError
 from webeval.runtime.display import Display
-from webeval.runtime.session import TaskSession
+from webeval.runtime.session import TaskSession, responds
 
 # Without these, Chromium keeps dialling Google's services; on a closed network that is noise and delay.
 QUIET_FLAGS = [
@@ -63,16 +63,20 @@ class Browser:
     def alive(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
 
+    async def responds(self) -> bool:
+        return await responds(self._browser)
+
     @property
     def version(self) -> str:
         return self._browser.version if self._browser else ""
 
-    async def new_session(self, folder: Path, settle_cap_s: float = 3.0) -> TaskSession:
+    async def new_session(self, folder: Path, settle_cap_s: float = 3.0,
+                          proxy: dict[str, str] | None = None) -> TaskSession:
         """A fresh context: no cookies, storage, history or tabs from any earlier task."""
         if not self.alive:
             raise InfraError("browser", "Chromium is not running")
         try:
-            context = await self._browser.new_context(no_viewport=True, accept_downloads=True)
+            context = await self._browser.new_context(no_viewport=True, accept_downloads=True, proxy=proxy)
         except PlaywrightError as exc:
             raise InfraError("browser", f"could not open a browser context: {str(exc).splitlines()[0]}") from None
         return await TaskSession.open(context, self.display, folder, settle_cap_s)

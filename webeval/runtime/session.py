@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
+from playwright.async_api import Browser as PwBrowser
 from playwright.async_api import BrowserContext, Dialog, Download, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -13,6 +14,19 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from webeval.actions import TabInfo
 from webeval.runtime.display import Display
 from webeval.runtime.settle import QUIET_SCRIPT, InputMark, Settler
+
+
+async def responds(browser: PwBrowser | None, timeout_s: float = 5.0) -> bool:
+    """Ask Chromium itself: after a crash, Playwright may still call it connected for a moment."""
+    if browser is None or not browser.is_connected():
+        return False
+    try:
+        cdp = await asyncio.wait_for(browser.new_browser_cdp_session(), timeout_s)
+        await asyncio.wait_for(cdp.send("Browser.getVersion"), timeout_s)
+        await cdp.detach()
+        return True
+    except (PlaywrightError, asyncio.TimeoutError):
+        return False
 
 
 class LastTabClosed(Exception):
@@ -121,17 +135,8 @@ class TaskSession:
         raise KeyError(tab_id)
 
     async def browser_alive(self) -> bool:
-        """Ask Chromium itself: a dead browser closes every page too, which must not look like the agent's doing."""
-        browser = self.context.browser
-        if browser is None or not browser.is_connected():
-            return False
-        try:
-            cdp = await asyncio.wait_for(browser.new_browser_cdp_session(), 5)
-            await asyncio.wait_for(cdp.send("Browser.getVersion"), 5)
-            await cdp.detach()
-            return True
-        except (PlaywrightError, asyncio.TimeoutError):
-            return False
+        """A dead browser closes every page too, which must not look like the agent's doing."""
+        return await responds(self.context.browser)
 
     def require_active(self) -> Page:
         if self.active is None or self.active.is_closed():

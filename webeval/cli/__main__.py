@@ -1,0 +1,5 @@
+import sys
+
+from webeval.cli import main
+
+sys.exit(main())
