@@ -55,6 +55,7 @@ def test_two_workers_never_see_each_others_input(tmp_path):
     assert all(r["typed"] == r["expected"] for r in results)
     displays = {p.name.split("-")[0]: json.loads(p.read_text())["display"] for p in out.iterdir()}
     assert len(set(displays.values())) == len(displays) == 2, displays
+    assert job.processes() == []  # no Xvfb or Chromium outlives the session
 
 
 def test_without_xdist_too(tmp_path):
@@ -66,3 +67,4 @@ def test_without_xdist_too(tmp_path):
               tmp_path / "run", env=env)
     assert job.proc.returncode == 0, job.output
     assert sorted(os.listdir(out)) == [f"main-{n}.json" for n in range(4)]
+    assert job.processes() == []
