@@ -40,6 +40,36 @@ async def fixed_marks() -> list[Mark]:
     return MARKS
 
 
+class Script:
+    """Replies for the shared stub, in order; the last one repeats."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = [text("ok")]
+
+    def __call__(self, request: dict) -> Reply:
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+
+@pytest.fixture(scope="module")
+def shared_stub():
+    script = Script()
+    with OpenAIStub(script) as stub:
+        stub.replies = script
+        yield stub
+
+
+@pytest.fixture
+def serve(shared_stub):
+    """Point the shared stub at a new script; one server for the module keeps these tests quick."""
+
+    def use(replies: list[Reply]) -> OpenAIStub:
+        shared_stub.replies.replies = list(replies)
+        shared_stub.requests.clear()
+        return shared_stub
+
+    return use
+
+
 async def policy_for(stub: OpenAIStub, **fields) -> OpenAIPolicy:
     profile = make_profile({"base_url": stub.base_url, "model": "stub-model", "backoff_s": 0.01, **fields})
     policy = OpenAIPolicy(profile, make_adapter(profile, SCREEN, fixed_marks), lambda: HttpTransport(profile, "key"))
@@ -47,13 +77,17 @@ async def policy_for(stub: OpenAIStub, **fields) -> OpenAIPolicy:
     return policy
 
 
-async def one_turn(script: list[Reply], **fields):
-    with OpenAIStub(script) as stub:
+@pytest.fixture
+def one_turn(serve):
+    async def turn(script: list[Reply], **fields):
+        stub = serve(script)
         policy = await policy_for(stub, **fields)
         try:
             return await policy.act(observation(1)), stub
         finally:
             await policy.end()
+
+    return turn
 
 
 def contract(turn) -> list:
@@ -64,7 +98,7 @@ def contract(turn) -> list:
 
 
 # -- native tools ---------------------------------------------------------------------------------------------------
-async def test_first_request_has_goal_screenshot_tools_and_sampling():
+async def test_first_request_has_goal_screenshot_tools_and_sampling(one_turn):
     turn, stub = await one_turn([call("computer", {"action": "click", "x": 10, "y": 20})], temperature=0.3,
                                 max_tokens=77)
     body = stub.requests[0]
@@ -86,13 +120,13 @@ async def test_first_request_has_goal_screenshot_tools_and_sampling():
     (call("computer", {"action": "click", "x": 1280, "y": 5}), "outside the 1280x720 screenshot"),
     (text("I would click the kettle."), "no tool call in the reply"),
 ])
-async def test_native_replies_are_not_repaired(reply, error):
+async def test_native_replies_are_not_repaired(reply, error, one_turn):
     turn, _ = await one_turn([reply])
     with pytest.raises(ActionError, match=error):
         contract(turn)
 
 
-async def test_cut_off_reply_without_tool_call_is_invalid():
+async def test_cut_off_reply_without_tool_call_is_invalid(one_turn):
     turn, _ = await one_turn([Reply(content="Thought: I", finish_reason="length")])
     assert turn.invalid == "the reply was cut off at the token limit before any tool call"
 
@@ -102,7 +136,7 @@ async def test_cut_off_reply_without_tool_call_is_invalid():
     Reply(raw_body=json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
         "role": "assistant", "content": None, "refusal": "I won't do this."}}]})),
 ])
-async def test_refusal_or_content_filter_ends_the_episode(reply):
+async def test_refusal_or_content_filter_ends_the_episode(reply, one_turn):
     turn, _ = await one_turn([reply])
     assert turn.calls == [] and turn.end is not None and turn.end[0] is FailureClass.refusal
 
@@ -111,19 +145,18 @@ async def test_refusal_or_content_filter_ends_the_episode(reply):
     ("this is not json", "the endpoint's reply is not JSON"),
     (json.dumps({"choices": []}), "the reply has no choices"),
 ])
-async def test_unreadable_reply_is_invalid(body, message):
+async def test_unreadable_reply_is_invalid(body, message, one_turn):
     turn, _ = await one_turn([Reply(raw_body=body)])
     assert turn.calls == [] and turn.invalid.startswith(message)
 
 
-async def test_validation_error_goes_back_as_tool_result_and_observation():
-    with OpenAIStub([call("computer", {"action": "click", "x": 5000, "y": 1}), call("terminate", {
-            "status": "success", "answer": "12"})]) as stub:
-        policy = await policy_for(stub)
-        await policy.act(observation(1))
-        await policy.act(observation(2, last_result="error: computer: point (5000, 1) is outside the 1280x720 "
-                                                    "screenshot"))
-        await policy.end()
+async def test_validation_error_goes_back_as_tool_result_and_observation(serve):
+    stub = serve([call("computer", {"action": "click", "x": 5000, "y": 1}),
+                  call("terminate", {"status": "success", "answer": "12"})])
+    policy = await policy_for(stub)
+    await policy.act(observation(1))
+    await policy.act(observation(2, last_result="error: computer: point (5000, 1) is outside the 1280x720 screenshot"))
+    await policy.end()
     messages = stub.requests[1]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
     assert messages[2]["tool_calls"][0]["function"]["arguments"] == '{"action": "click", "x": 5000, "y": 1}'
@@ -137,7 +170,7 @@ async def test_validation_error_goes_back_as_tool_result_and_observation():
     (1, 0, 0, (0, 0)), (1, 1, 1, (1279, 719)), (1, 0.5, 0.25, (640, 180)),
     (999, 0, 0, (0, 0)), (999, 999, 999, (1279, 719)), (999, 500, 250, (640, 180)),
 ])
-async def test_grid_coordinates_map_to_pixels(top, x, y, pixels):
+async def test_grid_coordinates_map_to_pixels(top, x, y, pixels, one_turn):
     turn, stub = await one_turn([call("computer", {"action": "click", "x": x, "y": y})], adapter=f"grid-{top}")
     (action,) = contract(turn)
     assert (action.x, action.y) == pixels
@@ -152,7 +185,7 @@ async def test_grid_coordinates_map_to_pixels(top, x, y, pixels):
     (999, {"action": "click", "x": 10.5, "y": 10}, "computer: x must be an integer from 0 to 999, not 10.5"),
     (1, {"action": "click", "x": "0.5", "y": 0.5}, "computer: x must be a number from 0 to 1, not \"0.5\""),
 ])
-async def test_grid_coordinates_off_the_grid_are_invalid(top, arguments, error):
+async def test_grid_coordinates_off_the_grid_are_invalid(top, arguments, error, one_turn):
     turn, _ = await one_turn([call("computer", arguments)], adapter=f"grid-{top}")
     assert turn.calls == [] and turn.invalid == error
 
@@ -208,7 +241,7 @@ def test_webvoyager_replies_outside_the_grammar_are_invalid(content, error):
     assert reading.calls == [] and reading.invalid.startswith(error)
 
 
-async def test_webvoyager_prompt_has_labelled_screenshot_and_element_list():
+async def test_webvoyager_prompt_has_labelled_screenshot_and_element_list(one_turn):
     turn, stub = await one_turn([text("Thought: open the category.\nAction: Click [2]")], adapter="webvoyager")
     body = stub.requests[0]
     assert "tools" not in body
@@ -227,14 +260,14 @@ def test_marks_are_drawn_on_the_screenshot():
 
 
 # -- the screenshot-history window ----------------------------------------------------------------------------------
-async def test_request_stays_bounded_over_100_steps():
-    with OpenAIStub([call("computer", {"action": "wait", "seconds": 0})]) as stub:
-        policy = await policy_for(stub, screenshots=3, history_steps=20)
-        for step in range(1, 101):
-            # Distinct screenshots of the same size, so the images cannot shrink by being identical.
-            shade = f"#{step:02x}{step:02x}80"
-            await policy.act(observation(step, last_result="wait done" if step > 1 else None, shot=png(shade)))
-        await policy.end()
+async def test_request_stays_bounded_over_100_steps(serve):
+    stub = serve([call("computer", {"action": "wait", "seconds": 0})])
+    policy = await policy_for(stub, screenshots=3, history_steps=20)
+    for step in range(1, 101):
+        # Distinct screenshots of one size (small, to keep the test quick), so no image is smaller than another.
+        shot = png(f"#{step:02x}{step:02x}80", (320, 180))
+        await policy.act(observation(step, last_result="wait done" if step > 1 else None, shot=shot))
+    await policy.end()
     sizes = [len(json.dumps(body)) for body in stub.requests]
     images = [sum(1 for m in body["messages"] if isinstance(m["content"], list)
                   for p in m["content"] if p["type"] == "image_url") for body in stub.requests]

@@ -136,7 +136,7 @@ def test_http_start_urls_are_accepted(tmp_path, url):
     assert task.start_url == url
 
 
-@pytest.mark.parametrize("task_id", ["../x", "a/b", "", "..", ".", ".hidden", "a..b", "a\\b", "a b", "-rf", "a\x00b"])
+@pytest.mark.parametrize("task_id", ["../x", "a/b", "", "..", ".", ".hidden", "a..b", "a\\b", "a  b", "a ", " a", "-rf", "a\x00b"])
 def test_unsafe_id_is_rejected(tmp_path, task_id):
     path = write(tmp_path, task_row(task_id))
     message = file_error(path)

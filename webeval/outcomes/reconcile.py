@@ -38,6 +38,7 @@ class Summary(BaseModel):
     failure_classes: dict[str, int]
     complete: bool
     final: dict[str, str]  # task id -> its final outcome ("missing" when it has none)
+    usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
 
 
 def site_of(task_id: str) -> str:
@@ -99,6 +100,9 @@ def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
             site.masked += 1
     for site in per_site.values():
         site.score = site.passed / site.n if site.n else 0.0
+    usage: Counter[str] = Counter()
+    for record in final.values():
+        usage.update(record.usage)
     n = population.size
     completed = passed + failed
     return Summary(
@@ -117,6 +121,7 @@ def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
         final={tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids},
+        usage={key: round(value, 3) for key, value in sorted(usage.items())},
     )
 
 
@@ -136,6 +141,8 @@ def summary_lines(summary: Summary) -> list[str]:
         lines.append("  masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items()))
     if summary.failure_classes:
         lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
+    if any(summary.usage.values()):
+        lines.append("  policy: " + ", ".join(f"{k} {v:g}" for k, v in summary.usage.items()))
     width = max((len(s) for s in summary.per_site), default=4)
     lines.append(f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  score")
     for name, site in summary.per_site.items():

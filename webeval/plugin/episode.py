@@ -98,7 +98,8 @@ def run_task(
                     pytest.xfail(f"infra[{exc.kind}]: {exc.message}")
             episode = await run_episode(request.node, task, webeval_ready_runtime, webeval_settings,
                                         webeval_run_dir, webeval_environment)
-            if episode.infra is None or retry == webeval_settings.infra_retries:
+            # A refused key fails every retry the same way: never retried.
+            if episode.infra is None or episode.infra.kind == "policy_auth" or retry == webeval_settings.infra_retries:
                 break
             # Every attempt is on record; only the last one is the test's outcome.
             record_attempt(request.config, task, Outcome.infra_error, kind=episode.infra.kind,

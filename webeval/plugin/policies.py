@@ -69,9 +69,8 @@ def _overrides(option) -> dict:
             "retries": option.policy_retries}
 
 
-def policy_options(config: pytest.Config) -> PolicyOptions:
-    """The policy's options, checked; a bad one is a UsageError with one line."""
-    option = config.option
+def policy_options(option) -> PolicyOptions:
+    """The policy's options (pytest's parsed `config.option`), checked; a bad one is a UsageError with one line."""
     name = option.policy
     if option.record and name != "openai":
         raise pytest.UsageError("--record keeps a model's requests and replies: use it with --policy openai")
@@ -120,11 +119,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Options first, then (once, on the xdist controller, before any worker starts) the endpoint's preflight."""
     global _OPTIONS
     config = session.config
-    if config.option.help or config.option.collectonly or config.option.policy is None:
+    if config.option.help or config.option.policy is None:
         return
     check_policy(config.option.policy)
-    _OPTIONS = policy_options(config)
-    if _OPTIONS.profile is not None and not hasattr(config, "workerinput"):
+    _OPTIONS = policy_options(config.option)
+    if _OPTIONS.profile is not None and not hasattr(config, "workerinput") and not config.option.collectonly:
         try:
             preflight(_OPTIONS.profile, os.environ)
         except PreflightError as exc:

@@ -23,6 +23,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin import suite
 from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK
+from webeval.plugin.policies import STOP_EXIT_CODE
 from webeval.plugin.webvoyager_setup import DATA_DIR_ENV, RUN_CONFIG, Setup, build
 from webeval.runtime.sites import unreachable
 from webeval.tasks import Task
@@ -114,7 +115,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         try:
             asyncio.run(check_endpoint(setup.judge.endpoint()))
         except JudgeConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            # like a policy endpoint that cannot work: every task would fail to be judged, so nothing starts
+            pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

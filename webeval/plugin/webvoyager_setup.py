@@ -97,9 +97,10 @@ class Setup:
 
     def run_config(self) -> dict[str, Any]:
         """What a later re-judge needs; no secret is in it (keys and proxy credentials stay in the environment)."""
+        absolute = lambda path: str(Path(path).resolve()) if path else None  # noqa: E731 (re-judged from anywhere)
         return {
-            "population": self.source.population, "tasks_file": self.source.tasks_file,
-            "data_dir": self.source.data_dir, "today": self.today.isoformat(), "judge": self.judge.public(),
+            "population": self.source.population, "tasks_file": absolute(self.source.tasks_file),
+            "data_dir": absolute(self.source.data_dir), "today": self.today.isoformat(), "judge": self.judge.public(),
             "site_map": self.environment.site_map,
             "date_rendered": [t.id for t in self.tasks if "date-rendered" in t.tags],
         }
@@ -183,6 +184,9 @@ def build(config: pytest.Config) -> Setup:
     for name in ("block_budget", "judge_concurrency"):
         if getattr(option, name) < 1:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    for name in ("judge_retries", "judge_screenshots"):
+        if (getattr(option, name) or 0) < 0:
+            raise pytest.UsageError(f"--{name.replace('_', '-')} must not be negative")
     if option.judge_failed_only and not rejudge:
         raise pytest.UsageError("--judge-failed-only goes with --rejudge DIR")
     return Setup(

@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# Inner single spaces are allowed: WebVoyager's own ids read "BBC News--3".
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*(?: [A-Za-z0-9_.\-]+)*")
 
 
 class Frozen(BaseModel):
@@ -95,7 +96,8 @@ class Task(Frozen):
     @classmethod
     def _safe_id(cls, value: str) -> str:
         if not SAFE_ID.fullmatch(value) or ".." in value:
-            raise ValueError(f"task id {value!r} is not a safe path segment (letters, digits, '_', '-', '.')")
+            raise ValueError(
+                f"task id {value!r} is not a safe path segment (letters, digits, '_', '-', '.', inner spaces)")
         return value
 
     @field_validator("start_url")

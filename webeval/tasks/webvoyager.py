@@ -2,8 +2,9 @@
 
 A row is `{"web_name", "id", "ques", "web"}` (the original format); a template row has `ques_template`,
 `date_policy` and `render` instead of `ques` (the maintained format), and is rendered against a date. GAIA web rows
-(`"Final answer"`, no `web_name`) read the same way. Reading files is all this module does: downloading them is the
-`prepare` command's job, and every file is checked against its pin before a task is made of it.
+(`"Final answer"`, no `web_name`: the site is the start URL's host) read the same way. Reading files is all this
+module does: downloading them is the `prepare` command's job, and every file is checked against its pin before a task
+is made of it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from webeval.tasks import dates
 from webeval.tasks.model import Task
@@ -75,10 +77,6 @@ POPULATIONS: dict[str, PopulationPin] = {
                        "f635a9b27fa1980a63b39bbf64ae8e9e766159cb70fa765451d3d3c0b948ff98"),
             _TEMPLATES,  # its own commit's templates are unpinned: the 595 pin's apply where a question fits one
         ), note="NeMo Gym's 552 tasks; dates rendered against --today where a pinned template fits"),
-        PopulationPin("gaia-web", 90, (
-            PinnedFile("tasks", *_ORIGINAL, "data/GAIA_web.jsonl",
-                       "3b801188b17cb07d909dee66edffd1500759bc9faed107d6f3475a853b6fdbf3"),
-        ), note="90 GAIA web tasks from google.com, with their final answers"),
     )
 }
 
@@ -86,8 +84,8 @@ _SITE_FROM_ID = re.compile(r"^(.+?)--\d+$")
 
 
 def task_id(raw: str) -> str:
-    """A task id that is a safe path segment: WebVoyager's own, with spaces as '_' ('BBC News--3' -> 'BBC_News--3')."""
-    return raw.strip().replace(" ", "_")
+    """WebVoyager's own id, as in the data ('BBC News--3'); Task checks it is a safe path segment."""
+    return raw.strip()
 
 
 def _text(row: dict[str, Any], key: str) -> str:
@@ -103,9 +101,12 @@ def site_of(row: dict[str, Any]) -> str:
     if "web_name" in row:
         return _text(row, "web_name")
     match = _SITE_FROM_ID.match(_text(row, "id"))
-    if not match:
-        raise ValueError("missing field 'web_name' (and the id is not '<site>--<n>')")
-    return match[1]
+    if match:
+        return match[1]
+    host = urlsplit(_text(row, "web")).hostname
+    if not host:
+        raise ValueError("missing field 'web_name' (and neither the id nor the start URL names a site)")
+    return host.removeprefix("www.")
 
 
 def goal_of(row: dict[str, Any], today: date, index: int) -> str:

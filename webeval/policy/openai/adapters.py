@@ -125,6 +125,7 @@ class ToolsAdapter:
     def __init__(self, screen: tuple[int, int], instructions: str | None = None) -> None:
         self.screen = screen
         self._instructions = instructions
+        self._tools: list[dict[str, Any]] | None = None
 
     def coordinates(self) -> str:
         return "x, y in pixels of the last screenshot, from the top-left corner"
@@ -136,6 +137,11 @@ class ToolsAdapter:
         return _TOOLS_TEXT.format(width=width, height=height, coordinates=self.coordinates())
 
     def tools(self) -> list[dict[str, Any]] | None:
+        if self._tools is None:
+            self._tools = self._schemas()  # built once: the same tools go with every request
+        return self._tools
+
+    def _schemas(self) -> list[dict[str, Any]]:
         return tool_schemas()
 
     async def view(self, observation: Observation) -> View:
@@ -169,7 +175,7 @@ class GridAdapter(ToolsAdapter):
             return "x, y as fractions of the screenshot's width and height, 0 to 1, from the top-left corner"
         return "x, y as integers 0 to 999 on a grid over the screenshot, (0, 0) top-left, (999, 999) bottom-right"
 
-    def tools(self) -> list[dict[str, Any]] | None:
+    def _schemas(self) -> list[dict[str, Any]]:
         tools = copy.deepcopy(tool_schemas())
         for tool in tools:
             function = tool["function"]

@@ -16,11 +16,14 @@ from typing import Any, Awaitable, Callable, Protocol
 
 import openai
 
+try:  # the HTTP library under the openai client: httpx2 from openai 3 on, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - older openai
+    import httpx as _http
+
 from webeval.outcomes.record import InfraError
 from webeval.policy.openai.profile import Profile
 
-# Parameters the client takes by name; anything else of a body travels as extra_body, so the body sent is the body.
-_NAMED = ("model", "messages", "tools", "tool_choice", "temperature", "top_p", "max_tokens", "max_completion_tokens")
 _NO_KEY = "EMPTY"  # vLLM and SGLang accept any key; the client refuses an empty one
 
 
@@ -94,14 +97,6 @@ def _server_message(exc: openai.APIStatusError) -> str:
     return (exc.response.text or exc.response.reason_phrase or "")[:300]
 
 
-def split_body(body: dict[str, Any]) -> dict[str, Any]:
-    named = {key: body[key] for key in _NAMED if key in body}
-    extra = {key: value for key, value in body.items() if key not in _NAMED}
-    if extra:
-        named["extra_body"] = extra
-    return named
-
-
 class HttpTransport:
     """Chat completions over the real `openai.AsyncOpenAI` client; its own retries are off so ours are counted."""
 
@@ -126,7 +121,8 @@ class HttpTransport:
         backoff = profile.backoff_s
         while True:
             try:
-                raw = await self._client.chat.completions.with_raw_response.create(**split_body(body))
+                # The client's documented raw request: the body goes out exactly as built (and as recorded).
+                raw = await self._client.post("/chat/completions", body=body, cast_to=_http.Response)
                 text = raw.text
                 reply, unreadable = parse_reply(text)
                 return Exchange(text=text, reply=reply, unreadable=unreadable, retries=len(errors),

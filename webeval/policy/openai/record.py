@@ -116,11 +116,10 @@ def expand_request(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
 def find_recording(replay_from: Path, task_id: str) -> Path:
     """The exchanges of a task's latest recorded attempt in a run directory (or in its tasks/ folder)."""
     for base in (replay_from / "tasks" / task_id, replay_from / task_id):
-        attempts = sorted(base.glob(f"attempt-*/{FOLDER}/{EXCHANGES}"),
-                          key=lambda p: int(p.parts[-3].rsplit("-", 1)[-1]) if p.parts[-3].rsplit("-", 1)[-1].isdigit()
-                          else 0)
-        if attempts:
-            return attempts[-1]
+        recorded = [path for path in base.glob(f"attempt-*/{FOLDER}/{EXCHANGES}")
+                    if path.parts[-3].removeprefix("attempt-").isdigit()]
+        if recorded:
+            return max(recorded, key=lambda path: int(path.parts[-3].removeprefix("attempt-")))
     raise ReplayMissing(f"no recording of task {task_id} under {replay_from}")
 
 
