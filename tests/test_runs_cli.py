@@ -172,3 +172,14 @@ def test_a_malformed_task_file_is_named_and_nothing_runs(tmp_path):
     assert job.proc.returncode != 0
     assert f"{tmp_path / 'tasks.jsonl'}:2: invalid JSON" in job.output
     assert not (run_dir / "results.jsonl").exists()
+
+
+def test_no_policy_stops_at_the_first_task_with_what_to_do(tmp_path):
+    second = json.loads(GOOD) | {"id": "Shop--93"}
+    folder, env = custom_suite(tmp_path, [GOOD, json.dumps(second)])
+    run_dir = tmp_path / "run"
+    job = run(["-p", "no:xdist", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(folder),
+               "--run-dir", str(run_dir), "-rs"], run_dir, env=env)
+    assert "precondition[no_policy]: no policy: pass --policy openai" in job.output
+    assert [(r["outcome"], r["kind"]) for r in records(run_dir)] == [("not_run", "no_policy")]
+    assert summary(run_dir)["missing"] == ["Shop--93"]

@@ -10,6 +10,8 @@ from webeval.plugin import webvoyager
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.option.policy is None and config.option.policy_profile:
+        config.option.policy = "openai"  # a model profile says who acts
     webvoyager.configure(config)
 
 

@@ -49,6 +49,12 @@ async def run_episode(
     item: pytest.Item, task: Task, runtime: WorkerRuntime, settings: Settings, run_dir: RunDir,
     environment: Environment,
 ) -> Episode:
+    if settings.policy is None:
+        # Every task would break the same way: stop after this one, with the one thing to do.
+        message = ("no policy: pass --policy openai with --policy-base-url and --policy-model, "
+                   "or --policy-profile PATH (see docs/models.md)")
+        item.session.shouldstop = message
+        pytest.skip(f"precondition[no_policy]: {message}")
     prepared = environment.prepare(task)
     attempt, folder = run_dir.attempt_dir(task.id)
     item.stash[ATTEMPT] = (attempt, folder)
