@@ -146,7 +146,7 @@ def test_judge_outage_then_rejudge_turns_judge_failures_into_passes_without_a_br
         outcomes = {r["task_id"]: (r["outcome"], r["kind"]) for r in records(run_dir)}
         assert outcomes == {
             "Allrecipes--0": ("judge_failed", None),
-            "Cambridge_Dictionary--0": ("judge_failed", None),
+            "Cambridge Dictionary--0": ("judge_failed", None),
             "Booking--0": ("infra_error", "site_blocked"),
             "ESPN--0": ("not_run", "site_unreachable"),
         }, output

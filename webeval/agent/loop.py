@@ -48,6 +48,18 @@ async def _write(path: Path, data: bytes) -> None:
     await asyncio.to_thread(path.write_bytes, data)
 
 
+async def _gather(*aws):
+    """Like asyncio.gather, but on the first error the others are cancelled and awaited, never left running."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 class AgentLoop:
     def __init__(self, session: TaskSession, device: VisibleInput, policy: Policy, budgets: Budgets) -> None:
         self.session = session
@@ -77,6 +89,12 @@ class AgentLoop:
                 episode.infra = InfraError("browser", "Chromium died during the episode")
         except PlaywrightError as exc:
             episode.infra = InfraError("browser", str(exc).splitlines()[0])
+        except Exception:
+            # Whatever broke while the browser or the display was dying is theirs, not a bug of the harness.
+            if self.session.display.alive and await self.session.browser_alive():
+                raise
+            episode.infra = InfraError("browser" if self.session.display.alive else "display",
+                                       "the browser or display died during the episode")
         finally:
             episode.duration_s = time.monotonic() - began
             active = self.session.active
@@ -113,13 +131,13 @@ class AgentLoop:
         t0 = time.monotonic()
         timings["settle"] = await session.settle()
         t1 = time.monotonic()
-        png = await screenshot_png(session.display)
         page = session.require_active()
-        title = await page.title()
+        # The grab and its encoding run on a thread while the browser is asked for titles: neither waits on the other.
+        png, title, tabs = await _gather(screenshot_png(session.display), page.title(), session.tabs())
         events = session.take_events()
         note = "; ".join(filter(None, [last_result, *events])) or None
         observation = Observation(step=number, screenshot_png=png, size=(session.display.width, session.display.height),
-                                  url=page.url, title=title, tabs=await session.tabs(), last_result=note)
+                                  url=page.url, title=title, tabs=tabs, last_result=note)
         shot = f"step-{number:03d}.png"
         writing = asyncio.ensure_future(_write(episode.folder / shot, png))
         t2 = time.monotonic()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from webeval.actions import Computer
@@ -29,6 +31,14 @@ def _pyautogui(connection):
     pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
     x11._display = connection
     return pyautogui
+
+
+def clipboard(env: dict[str, str]) -> str | None:
+    try:
+        out = subprocess.run(["xclip", "-selection", "clipboard", "-out"], env=env, capture_output=True, timeout=2)
+    except subprocess.TimeoutExpired:
+        return None
+    return out.stdout.decode("utf-8", errors="replace") if out.returncode == 0 else None
 
 
 def last_event(action: Computer) -> tuple[str, int]:
@@ -115,4 +125,10 @@ class VisibleInput:
         # pyautogui.write drops characters it has no key for: non-ASCII text goes through the clipboard.
         proc = spawn(["xclip", "-selection", "clipboard", "-in"], env=self._env, stdin_pipe=True)
         proc.communicate(text.encode("utf-8"))
+        # xclip serves the selection from a child it forks: paste only once the clipboard really holds the text.
+        deadline = time.monotonic() + 5
+        while clipboard(self._env) != text:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the clipboard did not take the text to paste")
+            time.sleep(0.01)
         gui.hotkey("ctrl", "v")
