@@ -14,6 +14,16 @@ setup: $(VENV)/.installed
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@# Allure 3 (npm package `allure`, pinned: the report test reads its DOM) for `webeval report`, project-local.
+	@if [ ! -x .tools/allure/node_modules/.bin/allure ]; then \
+	  echo "installing Allure 3 into .tools/allure"; \
+	  if ! command -v npm >/dev/null; then \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; \
+	  fi; \
+	  mkdir -p .tools && printf '*\n' > .tools/.gitignore; \
+	  npm install --prefix .tools/allure --no-audit --no-fund --loglevel=error allure@3.18.0 >/dev/null; \
+	fi
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,7 +32,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(VENV)/bin/pytest -n $(WORKERS) suites/local -p no:randomly -q $(ARGS)
+	@run=reports/runs/$$(date +%Y%m%d-%H%M%S); \
+	$(VENV)/bin/pytest -n $(WORKERS) suites/local -p no:randomly -q --run-dir $$run $(ARGS); status=$$?; \
+	$(VENV)/bin/webeval report $$run || status=$$?; \
+	exit $$status
 
 test: setup
 	$(VENV)/bin/pytest -n $(WORKERS) tests -q $(ARGS)

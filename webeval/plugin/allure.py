@@ -27,7 +27,7 @@ from webeval.outcomes.verdict import Verdict
 from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK, VERDICT
 from webeval.plugin.record import failure_class, outcome_of, worker_id
 from webeval.report.categories import allure_status, status_message
-from webeval.report.environment import environment
+from webeval.report.environment import environment, redact
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.replay import Frame, marked_png, replay_webp
 from webeval.report.results import RESULTS_DIR, complete_results
@@ -119,7 +119,7 @@ def decorate(item: pytest.Item, result: Any) -> None:
     result.testCaseId = test_case_id(population, task.id)
     result.historyId = history_id(population, task.id)
     result.titlePath = [population, task.site]
-    result.description = f"**Goal:** {task.goal}\n\n**Start:** {task.start_url}" + (
+    result.description = f"**Goal:** {task.goal}\n\n**Start:** {redact(task.start_url)}" + (
         f"\n\n**Attempt folder:** `{folder.relative_to(run_dir.path)}`" if folder is not None else "")
 
     markers = set(pytest_markers(item))  # allure-pytest turns markers such as `asyncio` into tags: noise here
@@ -152,11 +152,16 @@ def decorate(item: pytest.Item, result: Any) -> None:
 
 def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | None = None,
             source: Path | None = None) -> None:
+    """Write an attachment through Allure's writer (ours or allure-pytest's) and list it on a step or result."""
     from allure_commons import plugin_manager
     from allure_commons.model2 import Attachment
 
     file_name = f"{uuid.uuid4()}-attachment.{ext}"
-    if source is not None:
+    if mime.startswith("text/") or mime == "application/json":
+        # Text goes out through redact: a URL the agent visited may carry credentials, and reports are shared.
+        text = source.read_text(encoding="utf-8", errors="replace") if source is not None else data
+        plugin_manager.hook.report_attached_data(body=redact(text), file_name=file_name)
+    elif source is not None:
         plugin_manager.hook.report_attached_file(source=str(source), file_name=file_name)
     else:
         plugin_manager.hook.report_attached_data(body=data, file_name=file_name)
@@ -176,11 +181,16 @@ def _add_steps(result: Any, episode: Episode) -> None:
         clock = node.stop
         if step.error:
             node.statusDetails = StatusDetails(message=step.error)
-        node.parameters = [Parameter(name="url", value=step.url), Parameter(name="title", value=step.title)]
+        node.parameters = [Parameter(name="url", value=redact(step.url)), Parameter(name="title", value=step.title)]
         if step.results:
             node.parameters.append(Parameter(name="result", value="; ".join(step.results)))
-        node.parameters += [Parameter(name=f"{name} s", value=f"{value:.2f}") for name, value in step.timings.items()]
-        node.parameters += [Parameter(name=name, value=str(value)) for name, value in step.usage.items()]
+        # One row each: a step's screenshot comes after its parameters, so they are kept short.
+        if step.timings:
+            node.parameters.append(Parameter(name="seconds", value=" · ".join(
+                f"{name} {value:.2f}" for name, value in step.timings.items())))
+        if step.usage:
+            node.parameters.append(Parameter(name="tokens", value=" · ".join(
+                f"{name.removesuffix('_tokens')} {value}" for name, value in step.usage.items())))
         screenshot = episode.folder / step.screenshot
         if screenshot.is_file():
             marked = marked_png(screenshot.read_bytes(), step.actions)
@@ -215,6 +225,13 @@ def _add_outcome(result: Any, episode: Episode, verdict: Verdict | None) -> None
         _attach(result, "evidence", "application/json", "json", source=evidence)
 
 
+def _model_name(config: pytest.Config) -> str | None:
+    """The served model's name, as the policy resolved it (its profile), else as the option gave it; never its URL."""
+    from webeval.plugin import policies
+
+    return policies.model_name() or getattr(config.option, "policy_model", None)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Once, on the controller: the results complete to N, with the run's environment."""
@@ -228,8 +245,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from webeval.runtime.browser import find_chromium
 
     population = run_dir.population()
-    env = environment(population, run_dir.records(), policy=config.option.policy,
-                      model=getattr(config.option, "model", None),
+    env = environment(population, run_dir.records(), policy=config.option.policy, model=_model_name(config),
                       chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath))
     missing = complete_results(folder, run_dir, env)
     config.stash[_COMPLETED] = (folder, len(missing), population.size)
@@ -243,4 +259,5 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     folder, placeholders, n = completed
     terminalreporter.write_line(f"  allure results: {folder} ({n} tasks, {placeholders} without a test result)")
-    terminalreporter.write_line(f"  report: webeval report {run_dir.path}")
+    extra = "" if folder == run_dir.path.absolute() / RESULTS_DIR else f" --results {folder}"
+    terminalreporter.write_line(f"  report: webeval report {run_dir.path}{extra}")

@@ -92,6 +92,11 @@ def policy_options(option) -> PolicyOptions:
     return PolicyOptions(profile=profile, record=option.record)
 
 
+def model_name() -> str | None:
+    """The model this process's policy calls, as its profile resolved it."""
+    return _OPTIONS.profile.model if _OPTIONS.profile is not None else None
+
+
 def describe(name: str | None) -> str:
     if name == "oracle":
         return "policy: oracle -- the tasks' built-in solutions are acting, not a model"

@@ -28,6 +28,7 @@ class Box:
 
 Locate = Callable[[str], Awaitable[Box | None]]
 MAX_SCROLLS = 40
+MAX_WAITS = 5  # seconds a target may take to appear (a slow page under load) before the solution is wrong
 
 
 class OracleError(RuntimeError):
@@ -45,6 +46,7 @@ class OraclePolicy:
         self._index = 0
         self._typing_after_click = False
         self._scrolls = 0
+        self._waits = 0
 
     async def begin(self, task: Task) -> None:
         if not task.solution:
@@ -53,6 +55,7 @@ class OraclePolicy:
         self._index = 0
         self._typing_after_click = False
         self._scrolls = 0
+        self._waits = 0
 
     async def end(self) -> None:
         pass
@@ -67,6 +70,7 @@ class OraclePolicy:
     def _advance(self) -> None:
         self._index += 1
         self._scrolls = 0
+        self._waits = 0
         self._typing_after_click = False
 
     async def _call_for(self, step: OracleStep, screen: tuple[int, int]) -> ToolCall:
@@ -97,7 +101,10 @@ class OraclePolicy:
     async def _target(self, selector: str, screen: tuple[int, int]) -> tuple[int, int] | ToolCall:
         box = await self._locate(selector)
         if box is None:
-            raise OracleError(f"no visible element matches {selector!r}")
+            self._waits += 1
+            if self._waits > MAX_WAITS:
+                raise OracleError(f"no visible element matches {selector!r}")
+            return ToolCall.of("computer", action="wait", seconds=1)
         x, y = box.centre
         width, height = screen
         if 0 <= x < width and 0 <= y < height:

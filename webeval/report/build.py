@@ -59,13 +59,18 @@ def _forget_run(history: Path, name: str) -> None:
     if not history.is_file():
         return
     kept = []
-    for line in history.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(history.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            if json.loads(line).get("name") == name:
-                continue
+            point = json.loads(line)
         except ValueError:
-            pass  # not ours to judge: Allure reads it, and says so if it is broken
-        kept.append(line)
+            point = None
+        if not isinstance(point, dict):  # Allure would stop on it with a stack trace
+            raise ReportError(f"{history}:{number}: not an Allure history point (invalid JSON); "
+                              "remove the line, or pass --history with another file")
+        if point.get("name") != name:
+            kept.append(line)
     aside = history.with_name(history.name + ".tmp")
     aside.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
     aside.replace(history)
@@ -87,6 +92,13 @@ def _config(name: str, output: Path, history: Path | None) -> dict:
     return config
 
 
+def _reason(output: str) -> str:
+    """The line of Allure's output that says what went wrong: its error, not Node's version banner."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^(\w*Error|error)\b", line)]
+    return (errors or lines or ["no output"])[0]
+
+
 def strip_analytics(html: Path) -> None:
     text = html.read_text(encoding="utf-8")
     cleaned = _ANALYTICS.sub("", text)
@@ -97,6 +109,9 @@ def strip_analytics(html: Path) -> None:
 def build(results: Path, output: Path, name: str, history: Path | None, allure: Path,
           timeout_s: float = 600.0) -> Built:
     """Generate the report from `results` into `output/report/` and `output/report.html`."""
+    # Allure runs in a scratch folder and resolves relative paths from there: every path it gets is absolute.
+    output, results = output.absolute(), results.absolute()
+    history = history.absolute() if history is not None else None
     output.mkdir(parents=True, exist_ok=True)
     if history is not None:
         history.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +122,7 @@ def build(results: Path, output: Path, name: str, history: Path | None, allure: 
         (work / "allurerc.json").write_text(json.dumps(_config(name, generated, history), indent=2), encoding="utf-8")
         env = {**os.environ, "ALLURE_NO_ANALYTICS": "true", "NO_COLOR": "1"}
         try:
-            done = subprocess.run([str(allure), "generate", "--config", "allurerc.json", str(results.absolute())],
+            done = subprocess.run([str(allure), "generate", "--config", "allurerc.json", str(results)],
                                   cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
@@ -116,9 +131,7 @@ def build(results: Path, output: Path, name: str, history: Path | None, allure: 
             raise ReportError(f"cannot run {allure}: {exc.strerror}") from None
         folder, single = generated / "awesome", generated / "single" / "index.html"
         if done.returncode != 0 or not (folder / "index.html").is_file() or not single.is_file():
-            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
-            raise ReportError(f"allure generate failed (exit {done.returncode}): "
-                              f"{lines[-1].strip() if lines else 'no output'}")
+            raise ReportError(f"allure generate failed (exit {done.returncode}): {_reason(done.stderr + done.stdout)}")
         target_folder, target_single = output / FOLDER, output / SINGLE_FILE
         if target_folder.exists():
             shutil.rmtree(target_folder)

@@ -70,12 +70,12 @@ def judges_of(records: list[AttemptRecord]) -> str:
 def environment(population: Population, records: list[AttemptRecord], *, policy: str | None, model: str | None,
                 chromium: str | None, root: Path) -> dict[str, str]:
     return {
-        "population": population.name,
-        "population.sha256": population.sha256,
-        "population.size": str(population.size),
-        "policy": policy or "unknown",
         "model": model or (policy if policy == "oracle" else "unknown"),
         "judge": judges_of(records),
+        "population": population.name,
+        "population.size": str(population.size),
+        "population.sha256": population.sha256,
+        "policy": policy or "unknown",
         "chromium": chromium_version(chromium),
         "playwright": playwright_version(),
         "python": sys.version.split()[0],
@@ -87,6 +87,37 @@ def _escape(text: str, key: bool = False) -> str:
     text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
     text = text.replace("=", "\\=").replace(":", "\\:")
     return text.replace(" ", "\\ ") if key else text
+
+
+def _unescape(text: str) -> str:
+    out, chars = [], iter(text)
+    for char in chars:
+        if char == "\\":
+            char = next(chars, "")
+            char = {"n": "\n", "r": "\r", "t": "\t"}.get(char, char)
+        out.append(char)
+    return "".join(out)
+
+
+def read_environment(results_dir: Path) -> dict[str, str]:
+    """What write_environment wrote (its own escaping; not a general properties reader)."""
+    path = results_dir / ENVIRONMENT
+    if not path.is_file():
+        return {}
+    values = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        escaped, split = False, None
+        for index, char in enumerate(line):
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == "=":
+                split = index
+                break
+        if split is not None and not line.startswith("#"):
+            values[_unescape(line[:split])] = _unescape(line[split + 1:])
+    return values
 
 
 def write_environment(results_dir: Path, values: dict[str, str]) -> None:

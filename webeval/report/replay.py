@@ -43,7 +43,7 @@ def marked_png(png: bytes, actions: list[dict[str, Any]]) -> bytes | None:
         image = original.convert("RGB")
     _draw_marks(image, actions)
     out = io.BytesIO()
-    image.save(out, "PNG", optimize=False, compress_level=6)
+    image.save(out, "PNG", compress_level=3)  # 3: half the time of 6, a few % larger
     return out.getvalue()
 
 

@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from webeval.outcomes.reconcile import final_records
+from webeval.outcomes.reconcile import Summary, final_records, reconcile
 from webeval.outcomes.record import AttemptRecord
-from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.categories import allure_status, status_message, write_categories
-from webeval.report.environment import ENVIRONMENT, write_environment, write_executor
+from webeval.report.environment import read_environment, write_environment, write_executor
 from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, site_of,
                                      task_labels, test_case_id)
 from webeval.tasks import Population
@@ -34,30 +34,59 @@ def _ms(timestamp: str) -> int | None:
         return None
 
 
-def history_ids_with_results(results_dir: Path, ignore: set[str] = frozenset()) -> set[str]:
-    found = set()
+def scan_results(results_dir: Path, ignore: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """uuid, historyId and status of every test result in the folder, placeholders named in `ignore` aside."""
+    found = []
     for path in results_dir.glob("*-result.json"):
         if path.name in ignore:
             continue
         try:
-            found.add(json.loads(path.read_text(encoding="utf-8")).get("historyId"))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            found.append({key: data.get(key) for key in ("uuid", "historyId", "status")})
         except (OSError, ValueError, AttributeError):
-            continue  # a result being written right now, or not ours
+            continue  # a result being written right now, or not a result
     return found
 
 
-def placeholder(population: Population, run_id: str, task_id: str, record: AttemptRecord | None) -> dict[str, Any]:
+def detach_fixtures(results_dir: Path, uuids: set[str]) -> None:
+    """allure-pytest links each fixture's set-up and tear-down to every test that used it: for a task, a dozen
+    harness fixtures shown above the agent's steps. Unlink them from these results (containers left with no test
+    are removed)."""
+    for path in results_dir.glob("*-container.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        children = data.get("children") or []
+        kept = [child for child in children if child not in uuids]
+        if kept == children:
+            continue
+        if kept:
+            data["children"] = kept
+            aside = path.with_name(path.name + ".tmp")
+            aside.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            aside.replace(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def placeholder(population: Population, run_id: str, task_id: str, record: AttemptRecord | None,
+                started_ms: int | None = None) -> dict[str, Any]:
+    """A result for a task without one; `started_ms` (the run's start) dates a task that never ran."""
     site = record.site if record is not None and record.site else site_of(task_id)
-    now = int(time.time() * 1000)
+    now = started_ms or int(time.time() * 1000)
     if record is None:
-        message = status_message(None, f"no result for {task_id} in run {run_id}: it was not selected, the run was "
-                                       "interrupted, or its worker died")
+        # One message for all of them, so that the report groups them as one kind of problem.
+        message = status_message(None, "no result in this run: not selected, the run was interrupted, "
+                                       "or its worker died")
         outcome, when = "missing", now
     else:
         message = status_message(record.outcome, record.reason, kind=record.kind,
                                  failure_class=record.failure_class.value if record.failure_class else None)
         outcome, when = record.outcome.value, _ms(record.finished_at) or now
     labels = task_labels(population.name, site, task_id) + [("outcome", outcome)]
+    if record is not None and record.failure_class is not None:
+        labels.append(("failure_class", record.failure_class.value))
     return {
         "uuid": placeholder_uuid(population.name, task_id),
         "historyId": history_id(population.name, task_id),
@@ -74,15 +103,19 @@ def placeholder(population: Population, run_id: str, task_id: str, record: Attem
         "stop": when,
         "labels": [{"name": name, "value": value} for name, value in labels],
         "titlePath": [population.name, site],
-        "parameters": [{"name": "task", "value": task_id}],
+        "parameters": [{"name": "task", "value": task_id}, {"name": "run id", "value": run_id, "excluded": True}],
     }
 
 
 def write_placeholders(results_dir: Path, population: Population, run_id: str,
-                       records: list[AttemptRecord]) -> list[str]:
+                       records: list[AttemptRecord], started_ms: int | None = None) -> list[str]:
     """A placeholder for every task without an Allure result; returns their ids."""
     names = {task_id: placeholder_file(population.name, task_id) for task_id in population.ids}
-    have = history_ids_with_results(results_dir, ignore=set(names.values()))
+    ours = {history_id(population.name, task_id) for task_id in population.ids}
+    scanned = [r for r in scan_results(results_dir, ignore=set(names.values())) if r["historyId"] in ours]
+    have = {r["historyId"] for r in scanned}
+    # A broken task is a harness error: there the fixtures' set-up and tear-down may be what explains it.
+    detach_fixtures(results_dir, {r["uuid"] for r in scanned if r["status"] != "broken"})
     final, _ = final_records(population, records)
     written = []
     for task_id in population.ids:
@@ -91,22 +124,37 @@ def write_placeholders(results_dir: Path, population: Population, run_id: str,
             path.unlink(missing_ok=True)
             continue
         aside = path.with_name(path.name + ".tmp")
-        aside.write_text(json.dumps(placeholder(population, run_id, task_id, final.get(task_id)),
+        aside.write_text(json.dumps(placeholder(population, run_id, task_id, final.get(task_id), started_ms),
                                     ensure_ascii=False), encoding="utf-8")
         aside.replace(path)
         written.append(task_id)
     return written
 
 
+def score_values(summary: Summary) -> dict[str, str]:
+    """The score over the fixed denominator, first in the report's metadata: Allure's own success rate leaves
+    skipped results out, so it would read 100% for a run that scored 3 of 45."""
+    masked = sum(summary.masked.values())
+    state = "yes" if summary.complete else (f"no: {len(summary.missing)} missing, {masked} masked"
+                                            + (f", {len(summary.duplicates)} duplicates" if summary.duplicates else ""))
+    return {"score": f"{summary.passed}/{summary.n} = {summary.score:.1%}", "complete": state}
+
+
 def complete_results(results_dir: Path, run_dir: RunDir, env: dict[str, str] | None = None) -> list[str]:
-    """Everything a run's results need besides the tests' own; `env` replaces environment.properties when given."""
+    """Everything a run's results need besides the tests' own; returns the tasks given a placeholder.
+
+    `env` replaces the environment (else the one written before is kept); the score is recomputed every time,
+    since records change after the session (a resumed run, a task judged again).
+    """
     results_dir.mkdir(parents=True, exist_ok=True)
     population = run_dir.population()
     records = run_dir.records()
     write_categories(results_dir)
     write_executor(results_dir, population, run_dir.run_id)
-    if env is not None or not (results_dir / ENVIRONMENT).exists():
-        write_environment(results_dir, env or {"population": population.name,
-                                               "population.sha256": population.sha256,
-                                               "population.size": str(population.size)})
-    return write_placeholders(results_dir, population, run_dir.run_id, records)
+    values = env if env is not None else read_environment(results_dir) or {
+        "population": population.name, "population.sha256": population.sha256,
+        "population.size": str(population.size)}
+    scores = score_values(reconcile(population, records))
+    write_environment(results_dir, {**scores, **{k: v for k, v in values.items() if k not in scores}})
+    started_ms = int((run_dir.path / POPULATION).stat().st_mtime * 1000)  # written when the run collected its tasks
+    return write_placeholders(results_dir, population, run_dir.run_id, records, started_ms)
