@@ -27,18 +27,22 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e . 
-	touch $@
+	@echo "installing webeval and its Python packages into $(VENV)"
+	@$(PY) -m pip install -q --upgrade pip > $(VENV)/install.log 2>&1 && \
+	  $(PY) -m pip install -q -e . >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $@
 
 demo: setup
 	@run=reports/runs/$$(date +%Y%m%d-%H%M%S); \
-	$(VENV)/bin/pytest -n $(WORKERS) suites/local -p no:randomly -q --run-dir $$run $(ARGS); status=$$?; \
+	$(VENV)/bin/pytest -n $(WORKERS) suites/local -q --run-dir $$run $(ARGS); status=$$?; \
 	$(VENV)/bin/webeval report $$run || status=$$?; \
 	exit $$status
 
 test: setup
 	$(VENV)/bin/pytest -n $(WORKERS) tests -q $(ARGS)
+
+bench: setup
+	$(PY) bench/run.py
 
 clean:
 	rm -rf $(VENV) reports
