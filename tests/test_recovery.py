@@ -116,3 +116,23 @@ def test_ctrl_c_leaves_nothing_running_and_resume_equals_an_uninterrupted_run(tm
     assert sorted(ran) == sorted(["Flights--7", "Shop--0", "Shop--3", "News--0", "Dictionary--2"]), again.output
     assert set(ran.values()) == {"passed"} and final["duplicates"] == []
     assert final["passed"] == 5 and final["n"] == N_LOCAL
+
+
+def test_a_model_endpoint_that_dies_mid_run_is_infra_never_a_failure(tmp_path):
+    from fixtures.openai_stub import OpenAIStub, call
+
+    run_dir = tmp_path / "run"
+    stub = OpenAIStub([call("computer", {"action": "wait", "seconds": 0.2})]).start()
+    job = Run(["-p", "no:xdist", "suites/local", "-k", "Shop--0 or Shop--1", "--run-dir", str(run_dir),
+               "--policy", "openai", "--policy-base-url", stub.base_url, "--policy-model", "stub-model",
+               "--policy-retries", "1", "--policy-timeout", "5"], run_dir, env={"OPENAI_API_KEY": "sk-test"})
+    try:
+        wait_for(step_file(run_dir, "Shop--0", 3), what="the first task's third step")
+    finally:
+        stub.stop()
+    job.wait()
+    seen = outcomes(run_dir)
+    assert seen == {"Shop--0": ["infra_error[policy_unavailable]"], "Shop--1": ["infra_error[policy_unavailable]"]}, \
+        job.output
+    result = summary(run_dir)
+    assert result["failed"] == 0 and not result["complete"]
