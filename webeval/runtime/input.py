@@ -29,6 +29,9 @@ def _pyautogui(connection):
 
     pyautogui.PAUSE = 0
     pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
+    if not hasattr(x11, "_webeval_devices"):
+        x11._webeval_devices = True
+        x11._display.close()  # the connection pyautogui made on import: every device brings its own
     x11._display = connection
     return pyautogui
 
