@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -24,23 +25,43 @@ class WorkerRuntime:
         self.restarts = 0
 
     async def ready(self) -> "WorkerRuntime":
+        fresh: Browser | None = None
         if self.display is None or not self.display.alive:
             await self._close_browser()
             if self.display is not None:
                 self.display.stop()
                 self.restarts += 1
-            self.display = Display(self.width, self.height).start()
+            display = Display(self.width, self.height)
+            # Xvfb and Playwright's driver start side by side: the driver needs no display.
+            fresh = Browser(display, self.executable)
+            driver = asyncio.ensure_future(fresh.start_driver())
+            try:
+                await asyncio.to_thread(display.start)
+                await driver
+            except BaseException:
+                await asyncio.gather(driver, return_exceptions=True)
+                await fresh.close()
+                display.stop()
+                raise
+            self.display = display
             # One display per worker process: its X clients (screen grabs, PyAutoGUI) all connect to this one.
             os.environ["DISPLAY"] = self.display.name
             os.environ["XAUTHORITY"] = str(self.display.env()["XAUTHORITY"])
             if self.device is not None:
                 self.device.close()
             self.device = VisibleInput(self.display.name, self.display.env())
-        if self.browser is None or not await self.browser.responds():
+        if fresh is None and (self.browser is None or not await self.browser.responds()):
             if self.browser is not None:
                 self.restarts += 1
             await self._close_browser()
-            self.browser = await Browser(self.display, self.executable).launch()
+            fresh = Browser(self.display, self.executable)
+        if fresh is not None:
+            try:
+                await fresh.launch()
+            except BaseException:
+                await fresh.close()
+                raise
+            self.browser = fresh
         return self
 
     async def _close_browser(self) -> None:

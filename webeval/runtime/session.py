@@ -83,6 +83,10 @@ class TaskSession:
         """Move the page's window so its viewport covers the screen from (0, 0), toolbar above the screen's edge."""
         width, height = self.display.width, self.display.height
         try:
+            # A window that opened in place (the browser's default window bounds) needs nothing more.
+            if await self._in_place(page):
+                await page.bring_to_front()
+                return
             cdp = await self.context.new_cdp_session(page)
             window = await cdp.send("Browser.getWindowForTarget")
             # A window not yet shown reports no toolbar at all; wait until it has its real frame.
@@ -101,6 +105,15 @@ class TaskSession:
         except PlaywrightError:
             if not page.is_closed():
                 raise
+
+    async def _in_place(self, page: Page) -> bool:
+        try:
+            x, y, outer_h, inner_w, inner_h = await page.evaluate(
+                "[screenX, screenY, outerHeight, innerWidth, innerHeight]")
+        except PlaywrightError:
+            return False  # a document being replaced: place it the long way
+        width, height = self.display.width, self.display.height
+        return (x, inner_w, inner_h) == (0, width, height) and outer_h > inner_h and y == inner_h - outer_h
 
     async def wait_placed(self) -> None:
         pending = [f for f in self._placement.values() if not f.done()]

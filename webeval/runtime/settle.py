@@ -56,6 +56,24 @@ QUIET_SCRIPT = """
 _PROBE = """(() => { const s = window.__webevalQuiet;
   return s ? [document.readyState, performance.now() - s.last, s.doc, s.seen, s.open, s.leaving, s.opened]
            : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
+# The page waits for itself: one round trip resolves when it has been quiet for quietMs (counted from the action,
+# sinceMs ago), has seen the input (needed events of `event`, while ackMs lasts, in the document `doc`), has no
+# request of its own open and is not leaving; or when capMs has passed. It answers what _PROBE answers.
+_UNTIL_QUIET = """([quietMs, capMs, sinceMs, event, needed, doc, ackMs]) => new Promise((resolve) => {
+  const s = window.__webevalQuiet;
+  if (!s) { resolve([document.readyState, 1e9, 0, {}, 0, false, 0]); return; }
+  const start = performance.now(), action = start - sinceMs;
+  const probe = (now) => [document.readyState, now - Math.max(s.last, action), s.doc, s.seen, s.open, s.leaving, s.opened];
+  const check = () => {
+    const now = performance.now();
+    const acked = !event || s.doc !== doc || now - start >= ackMs || (s.seen[event] || 0) >= needed;
+    const idle = document.readyState === "complete" && !s.open && !s.leaving && acked;
+    const quiet = now - Math.max(s.last, action);
+    if ((idle && quiet >= quietMs) || now - start >= capMs) { resolve(probe(now)); return; }
+    setTimeout(check, idle ? Math.max(1, quietMs - quiet) : 10);
+  };
+  check();
+})"""
 
 
 @dataclass(frozen=True)
@@ -101,22 +119,34 @@ class Settler:
         """
         began = time.monotonic()
         deadline = began + self.cap_s
-        while time.monotonic() < deadline:
-            await asyncio.sleep(self.poll_s)
-            if time.monotonic() - began < self.quiet_s or self._pending:
+        while (now := time.monotonic()) < deadline:
+            if self._pending:
+                await asyncio.sleep(self.poll_s)
                 continue
+            args = [self.quiet_s * 1000, (deadline - now) * 1000, (now - began) * 1000,
+                    mark.event if mark else None, mark.seen + mark.count if mark else 0, mark.doc if mark else 0,
+                    (ack_cap_s - (now - began)) * 1000 if mark else 0]
             try:
                 ready, quiet_ms, doc, seen, open_requests, leaving, opened = await asyncio.wait_for(
-                    page.evaluate(_PROBE), max(0.01, deadline - time.monotonic()))
+                    page.evaluate(_UNTIL_QUIET, args), max(0.01, deadline - now) + 0.5)
             except (PlaywrightError, asyncio.TimeoutError):
+                if page.is_closed():
+                    return True
+                await asyncio.sleep(self.poll_s)
                 continue  # a navigation replaced the document: look again at the new one
             if page.is_closed():
                 return True
-            if mark is not None and time.monotonic() - began < ack_cap_s and doc == mark.doc:
-                if seen.get(mark.event, 0) < mark.seen + mark.count:
-                    continue
-                if opened > mark.opened and self._tab_count() <= mark.tabs:
-                    continue
-            if ready == "complete" and quiet_ms >= self.quiet_s * 1000 and not open_requests and not leaving:
+            if self._pending:
+                continue  # a request the page did not start itself (an image, a frame) began while it waited
+            elapsed = time.monotonic() - began
+            if mark is not None and elapsed < ack_cap_s and doc == mark.doc and (
+                    seen.get(mark.event, 0) < mark.seen + mark.count
+                    or (opened > mark.opened and self._tab_count() <= mark.tabs)):
+                await asyncio.sleep(self.poll_s)
+                continue
+            # (elapsed: a page without the quiet script answers at once; the window still counts from the action)
+            if (ready == "complete" and quiet_ms >= self.quiet_s * 1000 and not open_requests and not leaving
+                    and elapsed >= self.quiet_s):
                 return True
+            await asyncio.sleep(self.poll_s)
         return False

@@ -1,0 +1,235 @@
+"""scaling_8_over_1, parallel_start_8_s and worker_pss_gb: the local suite through `pytest -n 1` and `pytest -n 8`.
+
+The model stand-in (bench/model_standin.py) is the real OpenAI policy against the OpenAI stub answering after 1.0 s,
+acting out the oracle's steps. Every worker logs when it is configured, has collected, has its runtime ready, and
+when each step is observed; a sampler reads every process of the run (memory, CPU) every 2 s.
+- scaling_8_over_1: steady-state steps per second at -n 8 over -n 1, each counted from the moment every worker is
+  ready until the first worker took its last step. -n 1 runs two tasks of each site; -n 8 the whole suite.
+- parallel_start_8_s: from launching `pytest -n 8` until all 8 workers have a display and a browser ready.
+- worker_pss_gb: proportional set size of everything the -n 8 run started (workers, Playwright drivers, Xvfb,
+  Chromium) over 8, the highest sample of the steady state.
+The details hold the CPU seconds per step in the steady state, by kind of process: on 2 cores, this decides scaling.
+
+    .venv/bin/python -m bench.scaling [--workers 8] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import ROOT, Figure, cli, cpu_s, kind_of, loadavg, median, pss_kb, run_processes
+from fixtures.openai_stub import OpenAIStub, call
+
+ONE_WORKER_TASKS = " or ".join(f"{site}--{n}]" for site in ("Dictionary", "Flights", "News", "Recipes", "Shop")
+                               for n in (0, 5))  # ten tasks, two of each site
+RUN_MARKER = "WEBEVAL_BENCH_RUN"
+SAMPLE_S = 3.0  # reading every process's memory costs CPU too: not too often
+
+
+@dataclass
+class Sample:
+    t: float
+    pss_kb: int
+    cpu: dict[int, tuple[str, float]]  # pid -> (kind, CPU seconds)
+    stand_in_cpu_s: float  # this process: the OpenAI stub (and the sampler)
+
+
+@dataclass
+class SuiteRun:
+    workers: int
+    launched: float
+    wall_s: float
+    exit: int
+    events: dict[str, dict[str, list[float]]]  # worker -> event -> times
+    samples: list[Sample] = field(default_factory=list)
+    cpu_total_s: float = 0.0
+    tail: str = ""
+
+    def first(self, event: str) -> dict[str, float]:
+        return {w: min(e[event]) for w, e in self.events.items() if e.get(event)}
+
+    @property
+    def all_ready(self) -> float | None:
+        ready = self.first("ready")
+        return max(ready.values()) if len(ready) == self.workers else None
+
+    def window(self) -> tuple[float, float]:
+        """From every worker ready until the first worker took its last step."""
+        start = self.all_ready or max(self.first("ready").values(), default=self.launched)
+        end = min((max(e["step"]) for e in self.events.values() if e.get("step")), default=start)
+        return start, end
+
+    def steps_in(self, start: float, end: float) -> int:
+        return sum(1 for e in self.events.values() for t in e.get("step", []) if start <= t <= end)
+
+    def steady_rate(self) -> tuple[float | None, int]:
+        start, end = self.window()
+        counted = self.steps_in(start, end)
+        return (counted / (end - start) if end > start and counted else None), counted
+
+    def cpu_until_ready(self) -> dict[str, float]:
+        """CPU seconds every process of the run had used when the last worker was ready, by kind of process."""
+        ready = self.all_ready
+        after = next((s for s in self.samples if ready is not None and s.t >= ready), None)
+        if after is None:
+            return {}
+        by_kind: dict[str, float] = {}
+        for kind, value in after.cpu.values():
+            by_kind[kind] = by_kind.get(kind, 0.0) + value
+        spent = {k: round(v, 2) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0.05}
+        spent["TOTAL"] = round(sum(by_kind.values()), 2)
+        spent["sampled_at_s"] = round(after.t - self.launched, 1)
+        return spent
+
+    def cpu_per_step(self) -> dict[str, float]:
+        """CPU seconds per step between the first and last samples inside the steady window, by kind of process."""
+        start, end = self.window()
+        inside = [s for s in self.samples if start <= s.t <= end]
+        if len(inside) < 2:
+            return {}
+        first, last = inside[0], inside[-1]
+        steps = self.steps_in(first.t, last.t)
+        if not steps:
+            return {}
+        by_kind: dict[str, float] = {}
+        for pid, (kind, value) in last.cpu.items():
+            before = first.cpu.get(pid, (kind, 0.0))[1]
+            by_kind[kind] = by_kind.get(kind, 0.0) + value - before
+        # Renderers that ended inside the window are in their zygote's reaped-children time.
+        by_kind["stand-in (stub)"] = last.stand_in_cpu_s - first.stand_in_cpu_s
+        per_step = {k: round(v / steps, 4) for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]) if v > 0.005}
+        per_step["TOTAL"] = round(sum(by_kind.values()) / steps, 4)
+        return per_step
+
+
+def _cpu_snapshot(pids: list[int]) -> dict[int, tuple[str, float]]:
+    snapshot = {}
+    for pid in pids:
+        kind = kind_of(pid)
+        if kind == "gone":
+            continue
+        # A zygote's reaped renderers count with it; every other process counts its own time only, so that a
+        # child reaped by its parent is never counted twice.
+        if kind == "chromium-zygote":
+            value = cpu_s(pid, children=True)
+        else:
+            value = cpu_s(pid, children=False)
+        snapshot[pid] = (kind, value)
+    return snapshot
+
+
+def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeout_s: float,
+              extra: tuple[str, ...] = ()) -> SuiteRun:
+    """Run the suite; past timeout_s it is interrupted (SIGINT), and the steady state is what was measured by then."""
+    logs = tmp / f"log-n{workers}"
+    logs.mkdir()
+    token = secrets.token_hex(6)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WEBEVAL_BENCH_LOG": str(logs), RUN_MARKER: token,
+           "BENCH_STUB_KEY": "sk-bench"}
+    command = [sys.executable, "-m", "pytest", "suites/local", "-n", str(workers), "-p", "bench.model_standin",
+               "--policy", "openai", "--policy-base-url", base_url, "--policy-model", "stub-model",
+               "--policy-api-key-env", "BENCH_STUB_KEY", "--run-dir", str(tmp / f"run-n{workers}"),
+               "-q", "-p", "no:cacheprovider", *extra] + (["-k", select] if select else [])
+    samples: list[Sample] = []
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    launched = time.time()
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(SAMPLE_S):
+            pids = run_processes(proc.pid, f"{RUN_MARKER}={token}")
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            samples.append(Sample(time.time(), sum(pss_kb(p) for p in pids), _cpu_snapshot(pids),
+                                  own.ru_utime + own.ru_stime))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        done.set()
+        sampler.join()
+    wall = time.time() - launched
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    events: dict[str, dict[str, list[float]]] = {}
+    for path in logs.glob("*.jsonl"):
+        worker = events.setdefault(path.stem, {})
+        for line in path.read_text().splitlines():
+            if line.strip():
+                event = json.loads(line)
+                worker.setdefault(event["ev"], []).append(event["t"])
+    cpu_total = (children.ru_utime + children.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+    return SuiteRun(workers, launched, wall, proc.returncode, events, samples, round(cpu_total, 1), output[-1500:])
+
+
+def _summary(run: SuiteRun) -> dict:
+    start, end = run.window()
+    rate, counted = run.steady_rate()
+    since = lambda times: sorted(round(t - run.launched, 1) for t in times.values())  # noqa: E731
+    info = {"exit": run.exit, "wall_s": round(run.wall_s, 1), "steps": sum(len(e.get("step", []))
+                                                                         for e in run.events.values()),
+            "steady_steps": counted, "steady_window_s": round(end - start, 1),
+            "steps_per_s": round(rate, 3) if rate else None,
+            "s_per_step_per_worker": round(run.workers / rate, 3) if rate else None,
+            "cpu_s_per_step": run.cpu_per_step(), "cpu_total_s": run.cpu_total_s,
+            "configured_s": since(run.first("configured")), "collected_s": since(run.first("collected")),
+            "ready_s": since(run.first("ready"))}
+    if run.exit != 0:
+        info["tail"] = run.tail
+    return info
+
+
+def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
+    """`extra`: more pytest arguments for both runs (an experiment, e.g. `-p no:allure_pytest`)."""
+    stub = OpenAIStub([call("computer", {"action": "wait", "seconds": 0})], delay_s=1.0).start()
+    load_before = loadavg()
+    try:
+        with tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
+            one = run_suite(1, stub.base_url, Path(tmp), ONE_WORKER_TASKS, timeout_s=150, extra=tuple(extra))
+            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=240, extra=tuple(extra))
+    finally:
+        stub.stop()
+    rate_one, _ = one.steady_rate()
+    rate_many, _ = many.steady_rate()
+    ratio = round(rate_many / rate_one, 2) if rate_one and rate_many else None
+    start, end = many.window()
+    steady = [s.pss_kb for s in many.samples if start <= s.t <= end] or [s.pss_kb for s in many.samples]
+    processes = max((len(s.cpu) for s in many.samples), default=0)
+    return [
+        Figure("scaling_8_over_1", ratio, 6.0, "x", ">=", {
+            "n1": _summary(one), f"n{workers}": _summary(many), "model_delay_s": 1.0,
+            "load_before": load_before, "load_after": loadavg()}),
+        Figure("parallel_start_8_s", round(many.all_ready - many.launched, 2) if many.all_ready else None, 12.0, "s",
+               "<=", {"one_worker_s": round(max(one.first("ready").values()) - one.launched, 2)
+                      if one.first("ready") else None, "cpu_s_until_ready": many.cpu_until_ready(),
+                      "cpu_s_until_ready_n1": one.cpu_until_ready()}),
+        Figure("worker_pss_gb", round(max(steady) / workers / 1024 ** 2, 3) if steady else None, 0.6, "GB", "<=", {
+            "median_gb": round(median(steady) / workers / 1024 ** 2, 3) if steady else None,
+            "processes": processes, "samples": len(steady)}),
+    ]
+
+
+def main() -> None:
+    cli(__doc__, measure, lambda parser: (
+        parser.add_argument("--workers", type=int, default=8),
+        parser.add_argument("--extra", action="append", default=[], metavar="ARG",
+                            help="a pytest argument for both runs, as an experiment (repeatable)")))
+
+
+if __name__ == "__main__":
+    main()
