@@ -87,7 +87,8 @@ def retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
+def server_message(exc: openai.APIStatusError) -> str:
+    """What the server said about an HTTP error, cut short."""
     body = exc.body
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -130,9 +131,9 @@ class HttpTransport:
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise PolicyAuthError(self._clean(
                     f"{self._where()} refused the API key from ${profile.api_key_env} (HTTP {exc.status_code}): "
-                    f"{_server_message(exc)}")) from None
+                    f"{server_message(exc)}")) from None
             except openai.APIStatusError as exc:
-                problem = self._clean(f"HTTP {exc.status_code}: {_server_message(exc)}")
+                problem = self._clean(f"HTTP {exc.status_code}: {server_message(exc)}")
                 if exc.status_code != 429 and exc.status_code < 500:
                     raise InfraError("policy_request", f"{self._where()} rejected the request: {problem}") from None
                 asked = retry_after(exc.response.headers)

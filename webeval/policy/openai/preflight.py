@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import openai
 
-from webeval.policy.openai.client import api_key_from, redact
+from webeval.policy.openai.client import api_key_from, redact, server_message
 from webeval.policy.openai.profile import Profile
 
 _PREFLIGHT_TIMEOUT_S = 30.0
@@ -18,16 +18,6 @@ _PREFLIGHT_TIMEOUT_S = 30.0
 
 class PreflightError(Exception):
     """The endpoint cannot serve this run; the message is one line for the user, with no secret in it."""
-
-
-def _status_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-        if message:
-            return str(message)[:200]
-    return (exc.response.text or "")[:200]
 
 
 def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
@@ -44,12 +34,12 @@ def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
         unset = "" if environ.get(profile.api_key_env) else f" (${profile.api_key_env} is not set)"
         raise PreflightError(clean(f"{where} refused the API key from ${profile.api_key_env}{unset}: HTTP "
-                                   f"{exc.status_code}: {_status_message(exc)}")) from None
+                                   f"{exc.status_code}: {server_message(exc)}")) from None
     except openai.NotFoundError as exc:
         raise PreflightError(clean(f"{where} does not serve model {profile.model!r}: HTTP 404: "
-                                   f"{_status_message(exc)}")) from None
+                                   f"{server_message(exc)}")) from None
     except openai.APIStatusError as exc:
-        raise PreflightError(clean(f"{where} answered HTTP {exc.status_code}: {_status_message(exc)}")) from None
+        raise PreflightError(clean(f"{where} answered HTTP {exc.status_code}: {server_message(exc)}")) from None
     except openai.APITimeoutError:
         raise PreflightError(f"{where} did not answer within {client.timeout} s") from None
     except openai.APIConnectionError as exc:
