@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from datetime import datetime, timezone
@@ -100,7 +99,7 @@ def read_records(path: Path) -> list[AttemptRecord]:
             if not line.strip():
                 continue
             try:
-                records.append(AttemptRecord.model_validate(json.loads(line)))
-            except (json.JSONDecodeError, ValueError):
+                records.append(AttemptRecord.model_validate_json(line))
+            except ValueError:  # pydantic's ValidationError, torn JSON included
                 warnings.warn(f"{path}:{number}: ignoring a torn or corrupt record", stacklevel=2)
     return records
