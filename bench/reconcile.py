@@ -9,7 +9,6 @@ write_summary(): reading them back from a run directory's results.jsonl, reconci
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path

@@ -23,7 +23,7 @@ from bench.common import ROOT, loadavg  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results.json"
 # module -> seconds it may take (the whole run must stay under 10 minutes on this machine)
-MODULES = {"reconcile": 60, "rejudge": 120, "step": 150, "startup": 90, "scaling": 420}
+MODULES = {"reconcile": 60, "rejudge": 120, "step": 150, "startup": 90, "scaling": 400}
 ORDER = ["reconcile_100k_s", "rejudge_per_s", "step_overhead_ratio", "settle_ms", "worker_start_s", "task_setup_s",
          "scaling_8_over_1", "parallel_start_8_s", "worker_pss_gb"]
 

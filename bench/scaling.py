@@ -159,8 +159,12 @@ def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeou
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGINT)  # pytest stops its workers, and they their browsers
+        try:
+            output, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output, _ = proc.communicate()
     finally:
         done.set()
         sampler.join()
@@ -200,8 +204,8 @@ def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
     load_before = loadavg()
     try:
         with tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
-            one = run_suite(1, stub.base_url, Path(tmp), ONE_WORKER_TASKS, timeout_s=150, extra=tuple(extra))
-            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=240, extra=tuple(extra))
+            one = run_suite(1, stub.base_url, Path(tmp), ONE_WORKER_TASKS, timeout_s=120, extra=tuple(extra))
+            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=210, extra=tuple(extra))
     finally:
         stub.stop()
     rate_one, _ = one.steady_rate()

@@ -10,7 +10,6 @@ cookies, and its start page opened (loaded); median over local tasks, on one war
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import time
 from pathlib import Path

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from PIL import Image
+
 from bench.common import SCREEN, Figure, cli, median, ms
 from bench.site import all_sites
 from fixtures.sites.environment import OfflineSites
@@ -80,8 +82,6 @@ async def stale_checks(runtime: WorkerRuntime, server: SiteServer, folder: Path,
             await execute(action, session, runtime.device)
             await session.settle()
             png = await screenshot_png(runtime.display)
-            from PIL import Image
-
             blue = Image.open(io.BytesIO(png)).convert("RGB").getpixel((1000, 600)) == (0, 0, 255)
             text = await session.active.locator("#out").text_content()
             stale += not (blue and text == "after")
