@@ -42,13 +42,19 @@ async def test_type(n, server, webeval_ready_runtime, tmp_path):
 '''
 
 
-def test_two_workers_never_see_each_others_input(tmp_path):
+def typing_run(tmp_path, *pytest_args: str):
+    """The typing module above, run by pytest as a user would; returns the job and the folder of what each typed."""
     (tmp_path / "test_concurrent_typing.py").write_text(CONCURRENT_TYPING)
     out = tmp_path / "out"
     out.mkdir()
     env = {"PYTHONPATH": str(ROOT), "OUT_DIR": str(out)}
-    job = run(["-n", "2", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path)],
+    job = run([*pytest_args, "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path)],
               tmp_path / "run", env=env)
+    return job, out
+
+
+def test_two_workers_never_see_each_others_input(tmp_path):
+    job, out = typing_run(tmp_path, "-n", "2")
     assert job.proc.returncode == 0, job.output
     results = [json.loads(p.read_text()) for p in out.iterdir()]
     assert len(results) == 4
@@ -59,12 +65,7 @@ def test_two_workers_never_see_each_others_input(tmp_path):
 
 
 def test_without_xdist_too(tmp_path):
-    (tmp_path / "test_concurrent_typing.py").write_text(CONCURRENT_TYPING)
-    out = tmp_path / "out"
-    out.mkdir()
-    env = {"PYTHONPATH": str(ROOT), "OUT_DIR": str(out)}
-    job = run(["-p", "no:xdist", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path)],
-              tmp_path / "run", env=env)
+    job, out = typing_run(tmp_path, "-p", "no:xdist")
     assert job.proc.returncode == 0, job.output
     assert sorted(os.listdir(out)) == [f"main-{n}.json" for n in range(4)]
     assert job.processes() == []
