@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := xvfb xauth chromium xclip xdotool fonts-wqy-microhei python3-tk
+APT_PACKAGES := xvfb xauth chromium xclip xdotool fonts-wqy-microhei python3-tk libxcb-shm0
 WORKERS ?= 2
 
 .PHONY: setup demo test bench clean

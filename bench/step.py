@@ -3,6 +3,8 @@
 A harness step is observe + validate + execute + record: the loop's own `step` time less its `settle` and `policy`
 times, on steps whose one action is a click. The floor, taken in the same run on the same screens: an X-display grab
 encoded as JPEG (sampled inside the policy's turn, on the screen the step observed) plus one bare PyAutoGUI click.
+The grab is the issue's own: PIL's `ImageGrab.grab(xdisplay=...)` (XGetImage). The details also give the floor with
+the harness's shared-memory grab (XShmGetImage) instead, and the ratio against it.
 settle_ms is the time from an executed action to the observation the policy gets (settle + observe of the next step).
 The stale check clicks a page whose request is answered after 300 ms and then redraws; it must be seen redrawn.
 
@@ -18,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PIL import Image
+from PIL import Image, ImageGrab
 
 from bench.common import SCREEN, Figure, cli, median, ms
 from bench.site import all_sites
@@ -37,8 +39,8 @@ from webeval.runtime.observe import grab, screenshot_png
 class FloorSampling:
     """The oracle, plus one floor sample (grab + JPEG of the screen just observed) per turn: policy time, excluded."""
 
-    def __init__(self, oracle: OraclePolicy, display, samples: list[float]) -> None:
-        self.oracle, self.display, self.samples = oracle, display, samples
+    def __init__(self, oracle: OraclePolicy, display, samples: list[float], shm_samples: list[float]) -> None:
+        self.oracle, self.display, self.samples, self.shm_samples = oracle, display, samples, shm_samples
         self.name, self.model = oracle.name, None
 
     async def begin(self, task) -> None:
@@ -48,11 +50,13 @@ class FloorSampling:
         await self.oracle.end()
 
     async def act(self, observation: Observation):
-        began = time.perf_counter()
-        image = grab(self.display)
-        out = io.BytesIO()
-        image.save(out, format="JPEG")
-        self.samples.append(time.perf_counter() - began)
+        display = self.display
+        for capture, samples in ((lambda: ImageGrab.grab(bbox=(0, 0, display.width, display.height),
+                                                         xdisplay=display.name), self.samples),
+                                 (lambda: grab(display), self.shm_samples)):
+            began = time.perf_counter()
+            capture().save(io.BytesIO(), format="JPEG")
+            samples.append(time.perf_counter() - began)
         return await self.oracle.act(observation)
 
 
@@ -99,6 +103,7 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
     chosen = [t for i in range(9) for site in sorted(by_site) for t in by_site[site][i:i + 1]][:task_count]
     runtime = await WorkerRuntime(*SCREEN, None).ready()
     floor_grab: list[float] = []
+    floor_shm: list[float] = []
     floor_click: list[float] = []
     steps = []
     failed = []
@@ -117,7 +122,8 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
                         box = await session.locate(selector)
                         return Box(**box) if box else None
 
-                    policy = FloorSampling(OraclePolicy(locate, prepared.rewrite_url), runtime.display, floor_grab)
+                    policy = FloorSampling(OraclePolicy(locate, prepared.rewrite_url), runtime.display, floor_grab,
+                                           floor_shm)
                     episode = await AgentLoop(session, runtime.device, policy, Budgets()).run(prepared.task, folder)
                     if episode.infra or episode.failure_class:
                         failed.append(f"{task.id}: {episode.infra or episode.reason}")
@@ -140,6 +146,8 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
     step_ratio = Figure("step_overhead_ratio", round(median(overhead) / floor, 2), 1.5, "x", "<=", {
         "harness_step_ms": ms(median(overhead)), "observe_ms": ms(median(observe)), "execute_ms": ms(median(execute_s)),
         "floor_ms": ms(floor), "floor_grab_jpeg_ms": ms(median(floor_grab)), "floor_click_ms": ms(median(floor_click)),
+        "floor_shm_grab_jpeg_ms": ms(median(floor_shm)),
+        "ratio_to_shm_floor": round(median(overhead) / (median(floor_shm) + median(floor_click)), 2),
         "click_steps": len(overhead), "tasks": len(chosen), "failed_tasks": failed})
     settle = Figure("settle_ms", ms(median(after_action)) if stale == 0 else None, 150, "ms", "<=", {
         "settle_only_ms": ms(median(settle_only)), "p90_ms": ms(sorted(after_action)[int(0.9 * len(after_action))]),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageGrab
 import io
 
 from webeval.actions import parse_call
 from webeval.runtime.executor import execute
-from webeval.runtime.observe import screenshot_png
+from webeval.runtime.observe import grab, screenshot_png
 
 SCREEN = (1280, 720)
 
@@ -91,6 +91,22 @@ async def test_navigate_back_forward(session, runtime, lab_server):
 
 def pixel(png: bytes, x: int, y: int) -> tuple[int, int, int]:
     return Image.open(io.BytesIO(png)).convert("RGB").getpixel((x, y))
+
+
+async def test_the_observation_is_a_lossless_png_of_the_screen(input_page, runtime):
+    display = runtime.display
+    await input_page.active.evaluate("""document.body.insertAdjacentHTML('beforeend', '<div style="position:absolute;'
+        + 'left:300px;top:400px;padding:20px;background:#e03c1e;color:#1e50e0;font-size:30px">Tomás · 42</div>')""")
+    await input_page.settle()
+    # The reference is read the other way, through the X socket (XGetImage), not shared memory.
+    screen = ImageGrab.grab(bbox=(0, 0, display.width, display.height), xdisplay=display.name).convert("RGB")
+    colors = screen.getcolors(maxcolors=1 << 16)
+    assert colors is not None and len(colors) > 20  # a real page: anti-aliased text and boxes, not a flat screen
+    assert screen.getpixel((310, 410)) == (0xe0, 0x3c, 0x1e)  # red and blue apart: a channel swap would show
+    decoded = Image.open(io.BytesIO(await screenshot_png(display)))
+    assert (decoded.format, decoded.mode, decoded.size) == ("PNG", "RGB", SCREEN)
+    assert decoded.tobytes() == screen.tobytes()
+    assert grab(display).tobytes() == screen.tobytes()
 
 
 async def test_tabs_new_focus_close_keep_screen_pixels(session, runtime, lab_server):

@@ -19,7 +19,8 @@ from webeval.report.build import ReportError, _forget_run, find_allure, strip_an
 from webeval.report.categories import CATEGORIES, allure_status, status_message
 from webeval.report.environment import read_environment, redact, write_environment
 from webeval.report.identity import history_id, placeholder_file
-from webeval.report.replay import Frame, marked_png, replay_webp
+from webeval.report.pictures import add_pictures
+from webeval.report.replay import Frame, animate, draw_marks, has_points, load, replay_frame
 from webeval.report.results import complete_results, detach_fixtures, write_placeholders
 from webeval.report.steps import describe, step_title
 from webeval.tasks import Population
@@ -154,22 +155,33 @@ def test_the_analytics_script_is_removed_from_a_page(tmp_path):
     assert "<script>keep()</script>" in page.read_text()
 
 
+def marked(actions: list[dict]) -> Image.Image:
+    image = Image.new("RGB", (200, 120), (255, 255, 255))
+    draw_marks(image, actions)
+    return image
+
+
+def replay_webp(frames: list[Frame]) -> bytes | None:
+    """The replay as the pictures pass makes it: the frames of the steps whose screenshot can be read."""
+    return animate([replay_frame(image, frame) for frame in frames if (image := load(frame.screenshot)) is not None])
+
+
 def png(color=(255, 255, 255), size=(200, 120)) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", size, color).save(out, "PNG")
     return out.getvalue()
 
 
-def test_the_click_point_is_marked_on_a_copy_and_a_drag_shows_its_path():
+def test_the_click_point_is_marked_and_a_drag_shows_its_path():
     click = {"tool": "computer", "action": "click", "x": 50, "y": 40}
-    marked = Image.open(io.BytesIO(marked_png(png(), [click]))).convert("RGB")
-    assert marked.getpixel((50, 40))[1] < 100  # the dot is red, the page white
-    assert marked.getpixel((50 + 16, 40))[1] < 100  # the ring around it
-    assert marked.getpixel((150, 100)) == (255, 255, 255)
+    clicked = marked([click])
+    assert clicked.getpixel((50, 40))[1] < 100  # the dot is red, the page white
+    assert clicked.getpixel((50 + 16, 40))[1] < 100  # the ring around it
+    assert clicked.getpixel((150, 100)) == (255, 255, 255)
     drag = {"tool": "computer", "action": "drag", "x": 20, "y": 60, "to_x": 180, "to_y": 60}
-    dragged = Image.open(io.BytesIO(marked_png(png(), [drag]))).convert("RGB")
-    assert dragged.getpixel((100, 60))[1] < 100  # on the path between the two ends
-    assert marked_png(png(), [{"tool": "computer", "action": "type", "text": "hi"}]) is None
+    assert marked([drag]).getpixel((100, 60))[1] < 100  # on the path between the two ends
+    typed = [{"tool": "computer", "action": "type", "text": "hi"}]
+    assert not has_points(typed) and marked(typed).getcolors() == [(200 * 120, (255, 255, 255))]
 
 
 def test_the_replay_is_a_small_animated_webp_of_the_steps_that_have_a_screenshot(tmp_path):
@@ -183,6 +195,61 @@ def test_the_replay_is_a_small_animated_webp_of_the_steps_that_have_a_screenshot
     assert image.width == 640 and image.height > 360  # half size, plus the caption bar
     assert len(data) < 60_000
     assert replay_webp([Frame(tmp_path / "never-written.png", 1)]) is None
+
+
+def allure_step(folder: Path, name: str, screenshot: str | None, actions: list[dict] | None = None,
+                error: str | None = None) -> dict:
+    """A step as the Allure plugin writes it: the screenshot copied as it is, the actions as JSON."""
+    attachments = []
+    if screenshot is not None:
+        attachments.append({"name": "screenshot", "source": screenshot, "type": "image/png"})
+    if actions is not None:
+        (folder / f"{screenshot}.actions.json").write_text(json.dumps(actions))
+        attachments.append({"name": "actions", "source": f"{screenshot}.actions.json", "type": "application/json"})
+    step = {"name": name, "status": "failed" if error else "passed", "attachments": attachments}
+    if error:
+        step["statusDetails"] = {"message": error}
+    return step
+
+
+def test_the_pictures_pass_skips_what_it_cannot_read_and_does_each_result_once(tmp_path):
+    click = [{"tool": "computer", "action": "click", "x": 50, "y": 40}]
+    for name, color in (("a1.png", (255, 255, 255)), ("a2.png", (0, 0, 0)), ("c1.png", (255, 255, 255))):
+        (tmp_path / name).write_bytes(png(color))
+    results = {
+        "a": {"uuid": "a", "steps": [allure_step(tmp_path, "1. click (50, 40)", "a1.png", click),
+                                     allure_step(tmp_path, "2. invalid reply", "a2.png", error="outside"),
+                                     allure_step(tmp_path, "3. click (50, 40)", "never-written.png", click)]},
+        "c": {"uuid": "c", "steps": [allure_step(tmp_path, "1. click (50, 40)", "c1.png")]},  # no actions file
+        "placeholder": {"uuid": "placeholder", "status": "skipped"},
+    }
+    for uuid, result in results.items():
+        (tmp_path / f"{uuid}-result.json").write_text(json.dumps(result))
+    (tmp_path / "b-result.json").write_text('{"uuid": "b", "steps": [')  # cut short
+
+    assert add_pictures(tmp_path) == 2
+    a = json.loads((tmp_path / "a-result.json").read_text())
+    assert [[x["name"] for x in step["attachments"]][0] for step in a["steps"]] == [
+        "screenshot (click marked)", "screenshot", "screenshot"]  # the invalid reply and the missing one unmarked
+    assert Image.open(tmp_path / "a1.png").convert("RGB").getpixel((50, 40))[1] < 100
+    [replay] = [x for x in a["attachments"] if x["name"] == "replay"]
+    assert Image.open(tmp_path / replay["source"]).n_frames == 2  # the steps that have a screenshot
+    c = json.loads((tmp_path / "c-result.json").read_text())
+    assert c["steps"][0]["attachments"][0]["name"] == "screenshot"
+    assert [x["name"] for x in c["attachments"]] == ["replay"]
+    assert Image.open(tmp_path / "c1.png").convert("RGB").getpixel((50, 40)) == (255, 255, 255)
+    assert (tmp_path / "b-result.json").read_text() == '{"uuid": "b", "steps": ['
+    assert not list(tmp_path.glob("*.tmp"))
+
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    assert add_pictures(tmp_path) == 0
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_a_replay_of_a_screen_that_is_not_twice_its_width_is_resampled(tmp_path):
+    Image.new("RGB", (1000, 600), (0, 0, 255)).save(tmp_path / "step-1.png")
+    image = Image.open(io.BytesIO(replay_webp([Frame(tmp_path / "step-1.png", 1)])))
+    assert image.width == 640 and image.height > 384
 
 
 @pytest.mark.parametrize("action, title", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from filelock import FileLock
 from PIL import Image
 
 from webeval.report.identity import history_id, placeholder_file
+from webeval.report.pictures import add_pictures
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-webeval-never-in-a-report-7f3a"
@@ -126,6 +128,9 @@ def pytest_run(suite: Path, run_dir: Path, *args: str) -> subprocess.CompletedPr
         cwd=suite, env=env, capture_output=True, text=True, timeout=300)
 
 
+AS_WRITTEN = "allure-results-as-written"  # beside the run: its results before `webeval report` draws on them
+
+
 def results_by_task(folder: Path) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {}
     for path in folder.glob("*-result.json"):
@@ -137,7 +142,8 @@ def results_by_task(folder: Path) -> dict[str, list[dict]]:
 
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory) -> tuple[Path, str, dict]:
-    """Two sessions into one run directory: all but two tasks on two workers, then one of the two left.
+    """Two sessions into one run directory: all but two tasks on two workers, then one of the two left. A copy of
+    its results as the sessions left them is kept beside it (AS_WRITTEN), since `webeval report` adds pictures.
 
     Made once per test session: under xdist the workers share it (the tests using it may land on either worker).
     """
@@ -154,6 +160,7 @@ def synthetic_run(tmp_path_factory) -> tuple[Path, str, dict]:
             first = json.loads(placeholder.read_text())
             pytest_run(suite, run_dir, "-p", "no:xdist", "-k", "later")
             assert not placeholder.exists()
+            shutil.copytree(run_dir / "allure-results", base / AS_WRITTEN)
             made.write_text(json.dumps({"stdout": done.stdout, "placeholder": first}))
     facts = json.loads(made.read_text())
     return base / "run", facts["stdout"], facts["placeholder"]
@@ -172,9 +179,10 @@ def test_every_task_of_the_population_has_one_result_with_its_status_and_prefix(
     assert "allure results:" in stdout and "(10 tasks, 2 without a test result)" in stdout  # the first session
 
 
-def test_a_result_has_labels_volatile_parameters_steps_and_attachments(synthetic_run):
+def test_a_result_has_labels_volatile_parameters_steps_and_attachments(synthetic_run, tmp_path):
     run_dir, _, _ = synthetic_run
-    folder = run_dir / "allure-results"
+    folder = tmp_path / "allure-results"
+    shutil.copytree(run_dir.parent / AS_WRITTEN, folder)
     [result] = results_by_task(folder)["Lab--passes"]
     labels = {(label["name"], label["value"]) for label in result["labels"]}
     assert {("suite", "synthetic"), ("feature", "Lab"), ("story", "Lab--passes"), ("tag", "synthetic"),
@@ -186,19 +194,36 @@ def test_a_result_has_labels_volatile_parameters_steps_and_attachments(synthetic
     assert params["worker"]["value"].startswith("gw")
     assert [s["name"] for s in result["steps"]] == ["1. click (40, 30)", "2. terminate success: '42'"]
     first = {a["name"]: a for a in result["steps"][0]["attachments"]}
+    assert set(first) == {"screenshot", "model reply", "actions"}
+    [trajectory] = (run_dir / "tasks" / "Lab--passes").glob("attempt-*/step-001.png")
+    original = trajectory.read_bytes()
+    assert (folder / first["screenshot"]["source"]).read_bytes() == original  # the workers draw nothing
+    assert (folder / first["model reply"]["source"]).read_text() == "model reply 1: I opened http://***@127.0.0.1:9/"
+    top = {a["name"]: a for a in result["attachments"]}
+    assert {"final answer", "verdict: success", "judge reply", "evidence"} <= set(top) and "replay" not in top
+    verdict = json.loads((folder / top["verdict: success"]["source"]).read_text())
+    assert verdict["reason"] == "matches" and verdict["judge"] == "lab-judge"
+
+    # What `webeval report` adds: marks drawn on the results' copies of the screenshots, and a replay.
+    assert add_pictures(folder) == 7  # every result with steps: passes, wrong, budget, invalid, infra, judge, later
+
+    [result] = results_by_task(folder)["Lab--passes"]
+    first = {a["name"]: a for a in result["steps"][0]["attachments"]}
     assert set(first) == {"screenshot (click marked)", "model reply", "actions"}
     marked = Image.open(folder / first["screenshot (click marked)"]["source"]).convert("RGB")
     red, green, blue = marked.getpixel((40, 30))  # the click point's dot
     assert red > 150 and green < 100 and blue < 120
     assert marked.getpixel((150, 80)) == (250, 250, 250)  # far from the mark: the page as it was
-    assert (folder / first["model reply"]["source"]).read_text() == "model reply 1: I opened http://***@127.0.0.1:9/"
+    assert "screenshot" in {a["name"] for a in result["steps"][1]["attachments"]}  # terminate: no point to mark
+    assert trajectory.read_bytes() == original
     top = {a["name"]: a for a in result["attachments"]}
-    assert {"final answer", "verdict: success", "judge reply", "replay", "evidence"} <= set(top)
-    verdict = json.loads((folder / top["verdict: success"]["source"]).read_text())
-    assert verdict["reason"] == "matches" and verdict["judge"] == "lab-judge"
     replay = Image.open(folder / top["replay"]["source"])
     assert replay.format == "WEBP" and replay.n_frames == 2
     assert (folder / top["replay"]["source"]).stat().st_size < 20_000
+
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    assert add_pictures(folder) == 0
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
 def test_an_invalid_reply_is_a_failed_step_and_the_fixtures_are_not_shown(synthetic_run):

@@ -16,6 +16,7 @@ from webeval.outcomes.record import FailureClass, InfraError
 from webeval.policy.base import Policy
 from webeval.runtime.executor import execute
 from webeval.runtime.input import VisibleInput
+from webeval.runtime.aio import gather_or_cancel
 from webeval.runtime.observe import screenshot_png
 from webeval.runtime.session import LastTabClosed, TaskSession
 from webeval.tasks import Task
@@ -46,18 +47,6 @@ async def open_start_page(session: TaskSession, url: str, retries: int) -> None:
 
 async def _write(path: Path, data: bytes) -> None:
     await asyncio.to_thread(path.write_bytes, data)
-
-
-async def _gather(*aws):
-    """Like asyncio.gather, but on the first error the others are cancelled and awaited, never left running."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 class AgentLoop:
@@ -133,7 +122,8 @@ class AgentLoop:
         t1 = time.monotonic()
         page = session.require_active()
         # The grab and its encoding run on a thread while the browser is asked for titles: neither waits on the other.
-        png, title, tabs = await _gather(screenshot_png(session.display), page.title(), session.tabs())
+        png, tabs = await gather_or_cancel(screenshot_png(session.display), session.tabs())
+        title = next((tab.title for tab in tabs if tab.active), "")
         events = session.take_events()
         note = "; ".join(filter(None, [last_result, *events])) or None
         observation = Observation(step=number, screenshot_png=png, size=(session.display.width, session.display.height),

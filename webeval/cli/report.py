@@ -10,6 +10,7 @@ from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.build import ReportError, build, find_allure
 from webeval.report.environment import ENVIRONMENT, environment
 from webeval.report.identity import report_name
+from webeval.report.pictures import add_pictures
 from webeval.report.results import RESULTS_DIR, complete_results
 
 
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         env = environment(population, run_dir.records(), policy=None, model=None, chromium=find_chromium(None),
                           root=Path.cwd())
     missing = complete_results(results, run_dir, env)
+    pictured = add_pictures(results)  # click marks and replays: the workers leave them to the report
     history = None if args.no_history else (args.history or default_history(run_dir.path, population.name))
     try:
         built = build(results, args.output or run_dir.path, report_name(population.name, run_dir.run_id), history,
@@ -67,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     print(f"{population.name}: {population.size} tasks in the report, {len(missing)} of them without a test result")
+    if pictured:
+        print(f"pictures: click marks and a replay drawn for {pictured} test result{'s' if pictured != 1 else ''}")
     print(f"report: {built.folder.absolute() / 'index.html'}")
     print(f"single file: {built.single_file.absolute()}")
     if built.history is not None:

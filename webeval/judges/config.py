@@ -12,8 +12,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import openai
-
 from webeval.judges.reference import reference_verdict
 from webeval.judges.webvoyager import Endpoint, ModelJudge
 from webeval.outcomes.verdict import Verdict
@@ -132,6 +130,8 @@ def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
 
 async def check_endpoint(endpoint: Endpoint, timeout_s: float = 15.0) -> None:
     """Stop before any task when the judge cannot work at all: unreachable, key refused, model not served."""
+    import openai
+
     client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY",
                                 timeout=timeout_s, max_retries=0)
     where = f"the judge endpoint {endpoint.base_url}"

@@ -15,13 +15,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from webeval.outcomes.record import FailureClass, JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
+
+if TYPE_CHECKING:  # imported where a client is made: an oracle run never needs it
+    import openai
 
 MAX_SCREENSHOTS = 30  # "all" is bounded: more images than this rarely fit a model's context
 
@@ -55,6 +56,8 @@ class Endpoint:
     temperature: float | None = 0.0
 
     def client(self) -> openai.AsyncOpenAI:
+        import openai
+
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY",
                                   timeout=self.timeout_s, max_retries=self.retries)
 
@@ -139,6 +142,8 @@ class ModelJudge:
                        raw=content, details=details)
 
     async def _complete(self, request: dict[str, Any]) -> str | None:
+        import openai
+
         if self._client is None:
             self._client = self.endpoint.client()
         where = f"judge {self.endpoint.model} at {self.endpoint.base_url}"

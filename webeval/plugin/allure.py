@@ -1,9 +1,13 @@
 """Allure results of a webeval run, in `<run-dir>/allure-results` unless `--alluredir` says where.
 
 Each task test's result carries the task's labels, its parameters (volatile ones excluded from the history id),
-one step per agent step with the screenshot it saw (click point marked) and the model's raw reply, the final
-answer, the verdict and an animated replay. At the end of the session the controller completes the results to the
-population's N (webeval.report.results).
+one step per agent step with the screenshot it saw, its actions and the model's raw reply, the final answer and the
+verdict. At the end of the session the controller completes the results to the population's N
+(webeval.report.results).
+
+The workers decode and encode no image: a step's screenshot is attached as the file it is. The click marks and the
+animated replay are drawn once, when the report is built (webeval.report.pictures), so that the run being measured
+does not pay for them after every test.
 
 allure-pytest writes results only when `--alluredir` is given, and decides that in its own pytest_configure.
 Without the option we start its writer ourselves, once collection shows that the session runs tasks: a session of
@@ -29,7 +33,6 @@ from webeval.plugin.record import failure_class, outcome_of, worker_id
 from webeval.report.categories import allure_status, status_message
 from webeval.report.environment import environment, redact
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
-from webeval.report.replay import Frame, marked_png, replay_webp
 from webeval.report.results import RESULTS_DIR, complete_results
 from webeval.report.steps import step_title
 from webeval.tasks import Task
@@ -193,14 +196,10 @@ def _add_steps(result: Any, episode: Episode) -> None:
                 f"{name.removesuffix('_tokens')} {value}" for name, value in step.usage.items())))
         screenshot = episode.folder / step.screenshot
         if screenshot.is_file():
-            marked = marked_png(screenshot.read_bytes(), step.actions)
-            if marked is not None:
-                _attach(node, "screenshot (click marked)", "image/png", "png", data=marked)
-            else:
-                _attach(node, "screenshot", "image/png", "png", source=screenshot)
+            _attach(node, "screenshot", "image/png", "png", source=screenshot)
         if step.raw:
             _attach(node, "model reply", "text/plain", "txt", data=step.raw)
-        if step.actions:
+        if step.actions:  # also what webeval.report.pictures marks the screenshot with
             _attach(node, "actions", "application/json", "json",
                     data=json.dumps(step.actions, indent=2, ensure_ascii=False))
         result.steps.append(node)
@@ -217,9 +216,6 @@ def _add_outcome(result: Any, episode: Episode, verdict: Verdict | None) -> None
     elif episode.infra is not None:
         _attach(result, "infrastructure error", "text/plain", "txt",
                 data=f"{episode.infra.kind}: {episode.infra.message}")
-    replay = replay_webp([Frame(episode.folder / s.screenshot, s.step, s.actions, s.error) for s in episode.steps])
-    if replay is not None:
-        _attach(result, "replay", "image/webp", "webp", data=replay)
     evidence = episode.folder / "evidence.json"
     if evidence.is_file():
         _attach(result, "evidence", "application/json", "json", source=evidence)

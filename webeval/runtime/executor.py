@@ -5,6 +5,7 @@ from __future__ import annotations
 from playwright.async_api import Error as PlaywrightError
 
 from webeval.actions import Action, Computer, Navigate, Tabs
+from webeval.runtime.aio import gather_or_cancel
 from webeval.runtime.input import VisibleInput, last_event
 from webeval.runtime.session import LastTabClosed, TaskSession
 
@@ -12,12 +13,14 @@ from webeval.runtime.session import LastTabClosed, TaskSession
 async def execute(action: Action, session: TaskSession, device: VisibleInput, nav_timeout_s: float = 30.0) -> str:
     """Perform one action; return what happened, in words the agent reads with its next observation."""
     if isinstance(action, Computer):
-        await session.require_active().bring_to_front()
-        if action.action != "wait":
-            await session.before_input(*last_event(action))
+        if action.action == "wait":
+            await session.to_front()
+        else:  # independent round trips to the browser (when needed at all), sent together
+            await gather_or_cancel(session.to_front(), session.before_input(*last_event(action)))
         await device.perform(action)
         return f"{action.action} done"
     if isinstance(action, Navigate):
+        session.settler.forget()
         page = session.require_active()
         try:
             if action.url is not None:

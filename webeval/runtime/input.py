@@ -15,6 +15,7 @@ from webeval.actions import Computer
 from webeval.outcomes.record import InfraError
 from webeval.runtime.procs import spawn
 
+_DOUBLE_CLICK_PAUSE_S = 0.03
 _KEY_NAMES = {"return": "enter", "esc": "escape", "meta": "winleft", "super": "winleft", "cmd": "winleft"}
 
 
@@ -96,7 +97,9 @@ class VisibleInput:
         if a.action == "click":
             gui.click(a.x, a.y)
         elif a.action == "double_click":
-            gui.doubleClick(a.x, a.y)
+            # Chromium takes two presses within the same X server millisecond for two single clicks: a real
+            # double click has a pause between them.
+            gui.doubleClick(a.x, a.y, interval=_DOUBLE_CLICK_PAUSE_S)
         elif a.action == "right_click":
             gui.rightClick(a.x, a.y)
         elif a.action == "move":

@@ -45,6 +45,7 @@ class TaskSession:
         self.settler = Settler(context, lambda: len(self.pages), cap_s=settle_cap_s)
         self._placement: dict[Page, asyncio.Future] = {}
         self._input_mark: InputMark | None = None
+        self._front: Page | None = None  # the window last raised; None once a window opened or closed since
 
     @classmethod
     async def open(cls, context: BrowserContext, display: Display, folder: Path, settle_cap_s: float) -> "TaskSession":
@@ -67,6 +68,7 @@ class TaskSession:
             self._ids[page] = max(self._ids.values(), default=-1) + 1
             self.pages.append(page)
             self.active = page
+            self._front = None
             page.on("dialog", self._on_dialog)
             page.on("download", self._on_download)
             page.on("close", self._on_close)
@@ -85,7 +87,7 @@ class TaskSession:
         try:
             # A window that opened in place (the browser's default window bounds) needs nothing more.
             if await self._in_place(page):
-                await page.bring_to_front()
+                await self._raise(page)
                 return
             cdp = await self.context.new_cdp_session(page)
             window = await cdp.send("Browser.getWindowForTarget")
@@ -100,7 +102,7 @@ class TaskSession:
             await cdp.send("Browser.setWindowBounds", {"windowId": window["windowId"], "bounds": bounds})
             # Wait until the resize reached the page, so the first screenshot is not of the old layout.
             await page.wait_for_function(f"innerHeight === {height} && innerWidth === {width}", timeout=5_000)
-            await page.bring_to_front()
+            await self._raise(page)
             await cdp.detach()
         except PlaywrightError:
             if not page.is_closed():
@@ -125,6 +127,7 @@ class TaskSession:
             self.pages.remove(page)
         if self.active is page:
             self.active = self.pages[-1] if self.pages else None
+        self._front = None
 
     def _on_dialog(self, dialog: Dialog) -> None:
         # A JS dialog blocks the page until answered: accept alerts, dismiss the rest, and tell the agent.
@@ -158,14 +161,29 @@ class TaskSession:
 
     async def focus(self, page: Page) -> None:
         self.active = page
+        await self._raise(page)
+
+    async def to_front(self) -> None:
+        """The active tab's window in front, for input; no round trip when it was the last one raised."""
+        page = self.require_active()
+        if self._front is not page:
+            await self._raise(page)
+
+    async def _raise(self, page: Page) -> None:
         await page.bring_to_front()
+        self._front = page
 
     async def tabs(self) -> list[TabInfo]:
+        """Every tab; a background tab that cannot tell its title has none, the active one must (else it raises)."""
         infos = []
         for page in self.pages:
             try:
-                title = await page.title()
+                title = self.settler.settled_title(page)
+                if title is None:
+                    title = await page.title()
             except PlaywrightError:
+                if page is self.active:
+                    raise
                 title = ""
             infos.append(TabInfo(id=self._ids[page], url=page.url, title=title, active=page is self.active))
         return infos

@@ -58,12 +58,13 @@ _PROBE = """(() => { const s = window.__webevalQuiet;
            : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
 # The page waits for itself: one round trip resolves when it has been quiet for quietMs (counted from the action,
 # sinceMs ago), has seen the input (needed events of `event`, while ackMs lasts, in the document `doc`), has no
-# request of its own open and is not leaving; or when capMs has passed. It answers what _PROBE answers.
+# request of its own open and is not leaving; or when capMs has passed. It answers what _PROBE answers, and the title.
 _UNTIL_QUIET = """([quietMs, capMs, sinceMs, event, needed, doc, ackMs]) => new Promise((resolve) => {
   const s = window.__webevalQuiet;
-  if (!s) { resolve([document.readyState, 1e9, 0, {}, 0, false, 0]); return; }
+  if (!s) { resolve([document.readyState, 1e9, 0, {}, 0, false, 0, document.title]); return; }
   const start = performance.now(), action = start - sinceMs;
-  const probe = (now) => [document.readyState, now - Math.max(s.last, action), s.doc, s.seen, s.open, s.leaving, s.opened];
+  const probe = (now) => [document.readyState, now - Math.max(s.last, action), s.doc, s.seen, s.open, s.leaving, s.opened,
+                          document.title];
   const check = () => {
     const now = performance.now();
     const acked = !event || s.doc !== doc || now - start >= ackMs || (s.seen[event] || 0) >= needed;
@@ -74,6 +75,17 @@ _UNTIL_QUIET = """([quietMs, capMs, sinceMs, event, needed, doc, ackMs]) => new 
   };
   check();
 })"""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A page as it was when it became quiet: its input counters and its title."""
+
+    page: Page
+    doc: float
+    seen: dict[str, int]
+    opened: int
+    title: str
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,7 @@ class Settler:
         self.poll_s = poll_s
         self._tab_count = tab_count
         self._pending: set[Request] = set()
+        self._settled: Settled | None = None
         context.on("request", lambda request: self._pending.add(request))
         context.on("requestfinished", lambda request: self._pending.discard(request))
         context.on("requestfailed", lambda request: self._pending.discard(request))
@@ -105,11 +118,30 @@ class Settler:
         return len(self._pending)
 
     async def mark(self, page: Page, event: str, count: int) -> InputMark | None:
-        try:
-            _, _, doc, seen, _, _, opened = await page.evaluate(_PROBE)
-        except PlaywrightError:
-            return None
+        """What the page has seen before the input about to be sent.
+
+        The first input after the page settled needs no round trip: its counters are those the settling read, since
+        only input moves them. A mouse move is read again: Chromium sends pages mouse moves of its own when the
+        layout under a resting pointer changes.
+        """
+        settled, self._settled = self._settled, None
+        if settled is not None and settled.page is page and event != "mousemove":
+            doc, seen, opened = settled.doc, settled.seen, settled.opened
+        else:
+            try:
+                _, _, doc, seen, _, _, opened = await page.evaluate(_PROBE)
+            except PlaywrightError:
+                return None
         return InputMark(doc, seen.get(event, 0), event, count, opened, self._tab_count())
+
+    def settled_title(self, page: Page) -> str | None:
+        """The title the page had when it became quiet, if that is the last thing it did."""
+        settled = self._settled
+        return settled.title if settled is not None and settled.page is page else None
+
+    def forget(self) -> None:
+        """The page changed by other means than input (a navigation): the next mark reads its counters again."""
+        self._settled = None
 
     async def wait(self, page: Page, mark: InputMark | None = None, ack_cap_s: float = 1.0) -> bool:
         """True when the page became quiet, False when the cap was reached first.
@@ -119,6 +151,7 @@ class Settler:
         """
         began = time.monotonic()
         deadline = began + self.cap_s
+        self._settled = None
         while (now := time.monotonic()) < deadline:
             if self._pending:
                 await asyncio.sleep(self.poll_s)
@@ -127,7 +160,7 @@ class Settler:
                     mark.event if mark else None, mark.seen + mark.count if mark else 0, mark.doc if mark else 0,
                     (ack_cap_s - (now - began)) * 1000 if mark else 0]
             try:
-                ready, quiet_ms, doc, seen, open_requests, leaving, opened = await asyncio.wait_for(
+                ready, quiet_ms, doc, seen, open_requests, leaving, opened, title = await asyncio.wait_for(
                     page.evaluate(_UNTIL_QUIET, args), max(0.01, deadline - now) + 0.5)
             except (PlaywrightError, asyncio.TimeoutError):
                 if page.is_closed():
@@ -147,6 +180,7 @@ class Settler:
             # (elapsed: a page without the quiet script answers at once; the window still counts from the action)
             if (ready == "complete" and quiet_ms >= self.quiet_s * 1000 and not open_requests and not leaving
                     and elapsed >= self.quiet_s):
+                self._settled = Settled(page, doc, seen, opened, title)
                 return True
             await asyncio.sleep(self.poll_s)
         return False

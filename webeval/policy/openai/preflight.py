@@ -6,12 +6,13 @@ for a one-token completion instead.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-import openai
+from typing import TYPE_CHECKING, Any, Mapping
 
 from webeval.policy.openai.client import api_key_from, redact, server_message
 from webeval.policy.openai.profile import Profile
+
+if TYPE_CHECKING:
+    import openai
 
 _PREFLIGHT_TIMEOUT_S = 30.0
 
@@ -21,6 +22,8 @@ class PreflightError(Exception):
 
 
 def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
+    import openai
+
     key = api_key_from(environ, profile)
     where = f"the policy endpoint {profile.base_url}"
 
@@ -53,6 +56,8 @@ def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
 
 def _served_models(client: openai.OpenAI, profile: Profile) -> list[str] | None:
     """The served model ids; None when the endpoint has no model list but completed a one-token request."""
+    import openai
+
     try:
         return [model.id for model in client.models.list()]
     except openai.NotFoundError:
