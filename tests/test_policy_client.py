@@ -217,6 +217,33 @@ class NoModelList(OpenAIStub):
         self._httpd.RequestHandlerClass = Handler
 
 
+class FlakyModelList(OpenAIStub):
+    """GET /models fails with 503 the first `failures` times, then answers as the stub."""
+
+    def __init__(self, failures: int, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        base, left = self._httpd.RequestHandlerClass, [failures]
+
+        class Handler(base):
+            def do_GET(self) -> None:
+                if left[0] > 0:
+                    left[0] -= 1
+                    self._send(503, {"error": {"message": "loading the model"}})
+                else:
+                    super().do_GET()
+
+        self._httpd.RequestHandlerClass = Handler
+
+
+def test_preflight_retries_an_endpoint_that_is_not_ready_yet():
+    with FlakyModelList(2) as stub:
+        preflight(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
+    with FlakyModelList(3) as stub:
+        with pytest.raises(PreflightError) as caught:
+            preflight(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
+    assert str(caught.value) == f"the policy endpoint {stub.base_url} answered HTTP 503: loading the model"
+
+
 def test_preflight_without_a_model_list_asks_for_one_token():
     with NoModelList([OK]) as stub:
         preflight(profile_for(stub.base_url), {})

@@ -123,6 +123,7 @@ async def test_the_report_shows_every_task_with_its_status_steps_screenshots_and
             await page.screenshot(path=str(run_dir / "report-tree.png"))
 
             await page.get_by_test_id("tree-leaf-title").filter(has_text="News--0").click()
+            await page.get_by_test_id("test-result-step-title").first.wait_for()  # the result renders after the click
             steps = await page.get_by_test_id("test-result-step-title").all_inner_texts()
             assert steps[0].startswith("1. click (") and steps[-1].startswith("3. terminate success: ")
             step = page.get_by_test_id("test-result-step").first

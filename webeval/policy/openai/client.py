@@ -87,17 +87,21 @@ def retry_after(headers: Any) -> float | None:
 
 def server_message(exc: openai.APIStatusError) -> str:
     """What the server said about an HTTP error, cut short."""
-    body = exc.body
+    return message_of(exc.body, exc.response.text, exc.response.reason_phrase)
+
+
+def message_of(body: Any, text: str, reason: str) -> str:
+    """The error message of an error body (`{"error": {"message": ...}}` and its variants), else the text."""
     if isinstance(body, dict):
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
         if message:
             return str(message)[:300]
-    return (exc.response.text or exc.response.reason_phrase or "")[:300]
+    return (text or reason or "")[:300]
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls() -> ssl.SSLContext:
     """The TLS settings the client would make (CA bundle included), made once: each task opens its own client, and
     loading the CA bundle again costs 30-40 ms of CPU."""
     try:
@@ -123,7 +127,7 @@ class HttpTransport:
         self._secrets = (api_key,)
         self._sleep = sleep
         self._client = openai.AsyncOpenAI(base_url=profile.base_url, api_key=api_key, max_retries=0,
-                                          timeout=profile.timeout_s, http_client=HttpClient(verify=_tls()))
+                                          timeout=profile.timeout_s, http_client=HttpClient(verify=tls()))
 
     def _where(self) -> str:
         return f"model {self.profile.model} at {self.profile.base_url}"
