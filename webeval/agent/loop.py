@@ -14,9 +14,9 @@ from webeval.actions import ActionError, Observation, Terminate, parse_turn
 from webeval.agent.episode import Episode, StepRecord, step_json
 from webeval.outcomes.record import FailureClass, InfraError
 from webeval.policy.base import Policy
+from webeval.runtime.aio import gather_or_cancel
 from webeval.runtime.executor import execute
 from webeval.runtime.input import VisibleInput
-from webeval.runtime.aio import gather_or_cancel
 from webeval.runtime.observe import screenshot_png
 from webeval.runtime.session import LastTabClosed, TaskSession
 from webeval.tasks import Task
@@ -121,7 +121,7 @@ class AgentLoop:
         timings["settle"] = await session.settle()
         t1 = time.monotonic()
         page = session.require_active()
-        # The grab and its encoding run on a thread while the browser is asked for titles: neither waits on the other.
+        # The grab and its encoding run on a thread while the browser is asked for any title the settling did not read.
         png, tabs = await gather_or_cancel(screenshot_png(session.display), session.tabs())
         title = next((tab.title for tab in tabs if tab.active), "")
         events = session.take_events()
