@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := xvfb xauth chromium xclip xdotool fonts-wqy-microhei python3-tk libxcb-shm0
 WORKERS ?= 2
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench lock clean
 
 setup: $(VENV)/.installed
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -25,12 +25,20 @@ setup: $(VENV)/.installed
 	  npm install --prefix .tools/allure --no-audit --no-fund --loglevel=error allure@3.18.0 >/dev/null; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# The exact versions of constraints.txt (the lock; `make lock` renews it). A venv made before the distribution was
+# renamed pytest-webeval still holds `webeval`: it goes first (after, it would take the `webeval` command with it).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
-	@echo "installing webeval and its Python packages into $(VENV)"
+	@echo "installing webeval and its Python packages into $(VENV) (versions from constraints.txt)"
 	@$(PY) -m pip install -q --upgrade pip > $(VENV)/install.log 2>&1 && \
-	  $(PY) -m pip install -q -e . >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	  $(PY) -m pip uninstall -q -y webeval >> $(VENV)/install.log 2>&1 && \
+	  $(PY) -m pip install -q -c constraints.txt -e '.[test]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $@
+
+lock: setup
+	$(PY) -m pip install -q --upgrade --upgrade-strategy eager -e '.[test]'
+	$(PY) -m tests.lock write
+	@touch $(VENV)/.installed
 
 demo: setup
 	@run=reports/runs/$$(date +%Y%m%d-%H%M%S); \

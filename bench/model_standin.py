@@ -20,7 +20,7 @@ from dataclasses import replace
 import pytest
 
 import webeval.plugin.episode as episode_plugin
-from webeval.plugin.runtime import WorkerRuntime
+from webeval.runtime.worker import WorkerRuntime
 
 LOG_ENV = "WEBEVAL_BENCH_LOG"
 

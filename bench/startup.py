@@ -19,7 +19,7 @@ from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
 from webeval.agent.loop import open_start_page
-from webeval.plugin.runtime import WorkerRuntime
+from webeval.runtime.worker import WorkerRuntime
 
 
 async def worker_starts(count: int) -> tuple[list[float], list[dict[str, float]]]:

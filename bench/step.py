@@ -28,8 +28,9 @@ from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
 from webeval.actions import Observation, parse_call
+from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
-from webeval.plugin.runtime import WorkerRuntime
+from webeval.runtime.worker import WorkerRuntime
 from webeval.policy.oracle import Box, OraclePolicy
 from webeval.runtime.executor import execute
 from webeval.runtime.input import _pyautogui
@@ -124,7 +125,7 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
 
                     policy = FloorSampling(OraclePolicy(locate, prepared.rewrite_url), runtime.display, floor_grab,
                                            floor_shm)
-                    episode = await AgentLoop(session, runtime.device, policy, Budgets()).run(prepared.task, folder)
+                    episode = await AgentLoop(session, runtime.device, policy, Budgets()).run(prepared.task, Episode(prepared.task.id, folder))
                     if episode.infra or episode.failure_class:
                         failed.append(f"{task.id}: {episode.infra or episode.reason}")
                     steps.append(episode.steps)

@@ -8,7 +8,7 @@ import pytest
 
 from fixtures.sites.server import SiteServer
 from tests import lab
-from webeval.plugin.runtime import WorkerRuntime
+from webeval.runtime.worker import WorkerRuntime
 
 WIDTH, HEIGHT = 1280, 720
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,6 +9,7 @@ import pytest
 from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
+from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import FailureClass
@@ -52,7 +53,8 @@ async def episode_of(runtime, sites, tmp_path, task_id, policy_for, budgets=Budg
     await session.context.add_cookies(prepared.cookies)
     try:
         policy = policy_for(session, prepared)
-        episode = await AgentLoop(session, runtime.device, policy, budgets).run(prepared.task, tmp_path)
+        episode = await AgentLoop(session, runtime.device, policy, budgets).run(prepared.task,
+                                                                                    Episode(prepared.task.id, tmp_path))
         episode.state = prepared.read_state()
     finally:
         await session.close()

@@ -20,6 +20,7 @@ from fixtures.openai_stub import OpenAIStub, Reply, call, error, text
 from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
+from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.verifier import verifier_judge
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
@@ -188,8 +189,7 @@ async def test_grid_adapters_solve_a_task(targets, runtime, tmp_path, adapter, t
         session = await runtime.browser.new_session(tmp_path)
         try:
             await session.context.add_cookies(prepared.cookies)
-            episode = await AgentLoop(session, runtime.device, policy, Budgets(max_steps=6)).run(prepared.task,
-                                                                                                 tmp_path)
+            episode = await AgentLoop(session, runtime.device, policy, Budgets(max_steps=6)).run(prepared.task, Episode(prepared.task.id, tmp_path))
         finally:
             await session.close()
     verdict = await verifier_judge(prepared.task, episode.evidence(prepared.task.goal))

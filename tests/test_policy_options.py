@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_documented_profiles_load():
     profiles = sorted((ROOT / "docs" / "profiles").glob("*.toml"))
     loaded = {path.name: load_profile(path, {}) for path in profiles}
-    assert {p.adapter for p in loaded.values()} == {"tools", "webvoyager"} and len(loaded) == 3
+    assert {p.adapter for p in loaded.values()} == {"tools", "webvoyager", "ui-tars", "computer-use"}
+    assert len(loaded) == 7 and {p.api for p in loaded.values()} == {"chat", "responses"}
     assert all(p.model and p.base_url.startswith("http") for p in loaded.values())
 
 
@@ -27,7 +28,7 @@ def options(**given) -> argparse.Namespace:
     """Parsed options as pytest hands them over (its `config.option` is an argparse namespace)."""
     fields = {"policy": None, "record": False, "replay_from": None, "policy_profile": None, "policy_base_url": None,
               "policy_model": None, "policy_api_key_env": None, "policy_adapter": None, "policy_screenshots": None,
-              "policy_timeout": None, "policy_retries": None}
+              "policy_timeout": None, "policy_retries": None, "policy_api": None, "dump_observation": False}
     fields.update(given)
     return argparse.Namespace(**fields)
 

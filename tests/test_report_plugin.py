@@ -55,10 +55,14 @@ from pathlib import Path
 
 import pytest
 
+import os
+
 from webeval.agent.episode import Episode, StepRecord
-from webeval.outcomes.record import FailureClass, InfraError
+from webeval.agent.evaluate import Attempt
+from webeval.outcomes.record import AttemptRecord, FailureClass, InfraError, NotRun, Outcome
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.keys import ATTEMPT, EPISODE, VERDICT
+from webeval.plugin.episode import Unscored
+from webeval.plugin.keys import ATTEMPT
 
 SHOTS = Path(__file__).parent / "shots"
 URL = "http://agent:hunter2-password@127.0.0.1:9/"  # a site's credentials in a URL the agent visited
@@ -68,7 +72,6 @@ ACTIONS = [{"tool": "computer", "action": "click", "x": 40, "y": 30},
 
 def episode(request, run_dir, task):
     attempt, folder = run_dir.attempt_dir(task.id)
-    request.node.stash[ATTEMPT] = (attempt, folder)
     steps = []
     for n, action in enumerate(ACTIONS, start=1):
         shutil.copy(SHOTS / f"{n}.png", folder / f"step-{n:03d}.png")
@@ -76,23 +79,33 @@ def episode(request, run_dir, task):
                                 results=["click done"] if n == 1 else [], raw=f"model reply {n}: I opened {URL}",
                                 timings={"step": 0.5}, usage={"prompt_tokens": 10}))
     (folder / "evidence.json").write_text('{"urls": ["%s"]}' % URL)
-    made = Episode(task_id=task.id, folder=folder, answer="42", status="success", steps=steps)
-    request.node.stash[EPISODE] = made
-    return made
+    return Episode(task_id=task.id, folder=folder, attempt=attempt, answer="42", status="success", steps=steps)
+
+
+def attempt(request, run_dir, task, made, outcome, verdict=None, **fields):
+    record = AttemptRecord(run_id=run_dir.run_id, task_id=task.id, site=task.site, attempt=made.attempt,
+                           worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                           outcome=outcome, path=str(made.folder.relative_to(run_dir.path)),
+                           verdict=verdict.model_dump(mode="json") if verdict else None, **fields)
+    request.node.stash[ATTEMPT] = Attempt(record, made, verdict)
+    if not outcome.valid:
+        raise Unscored(record)
 
 
 def test_task(task, request, webeval_run_dir):
     name = task.id.split("--")[1]
     if name == "precondition":
-        pytest.skip("precondition[site_down]: the lab is down")
+        raise NotRun("site_down", "the lab is down")
     if name == "harness":
         raise RuntimeError("a bug of the harness")
     made = episode(request, webeval_run_dir, task)
     if name == "infra":
         made.infra = InfraError("browser", "the browser died")
-        pytest.xfail("infra[browser]: the browser died")
+        attempt(request, webeval_run_dir, task, made, Outcome.infra_error, kind="browser",
+                reason="infra[browser]: the browser died")
     if name == "judge":
-        pytest.xfail("judge_failed: the judge timed out")
+        attempt(request, webeval_run_dir, task, made, Outcome.judge_failed, kind="timeout",
+                reason="judge_failed: the judge timed out")
     if name == "budget":
         made.answer, made.failure_class, made.reason = None, FailureClass.step_budget, "no answer within 2 steps"
     if name == "invalid":
@@ -103,7 +116,9 @@ def test_task(task, request, webeval_run_dir):
     else:
         verdict = Verdict(success=name == "passes", reason="matches" if name == "passes" else "answer 42 is wrong",
                           judge="lab-judge", model="judge-1", raw="judge raw reply")
-    request.node.stash[VERDICT] = verdict
+    attempt(request, webeval_run_dir, task, made, Outcome.passed if verdict.success else Outcome.failed, verdict,
+            failure_class=None if verdict.success else (made.failure_class or FailureClass.wrong_answer),
+            reason="" if verdict.success else verdict.reason)
     assert verdict.success, verdict.reason
 """
 

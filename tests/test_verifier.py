@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from webeval.outcomes.evidence import Evidence
 from webeval.judges.verifier import answer_matches, check_state, lookup, normalize, verifier_judge, verify
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
@@ -246,14 +247,18 @@ def make_task(**changes) -> Task:
 
 async def test_verifier_judge_without_verifier_raises_judge_error():
     with pytest.raises(JudgeError, match="Shop--0 has no verifier"):
-        await verifier_judge(make_task(), {"answer": "x"})
+        await verifier_judge(make_task(), evidence(answer="x"))
 
 
 async def test_verifier_judge_reads_answer_and_state_from_evidence():
     task = make_task(verifier={"answer": ["Lamp"], "state": [{"path": "cart.items", "contains": [{"sku": "A-1"}]}]})
-    passed = await verifier_judge(task, {"answer": "The Lamp", "state": STATE})
+    passed = await verifier_judge(task, evidence(answer="The Lamp", state=STATE))
     assert passed.success is True
-    failed = await verifier_judge(task, {"answer": "The Lamp"})  # no state in the evidence
+    failed = await verifier_judge(task, evidence(answer="The Lamp"))  # no state in the evidence
     assert failed.success is False and failed.reason == "state has no 'cart.items'"
-    nothing = await verifier_judge(task, {"state": STATE})
+    nothing = await verifier_judge(task, evidence(state=STATE))
     assert nothing.success is False and nothing.reason == "no answer was given"
+
+
+def evidence(**fields) -> Evidence:
+    return Evidence(task_id="t", goal="g", **fields)

@@ -16,7 +16,8 @@ from webeval.judges.config import (
     JudgeConfig, JudgeConfigError, Judging, check_endpoint, parse_kinds, with_profile,
 )
 from webeval.judges.reference import golden_met, reference_verdict
-from webeval.judges.webvoyager import MAX_SCREENSHOTS, Endpoint, ModelJudge, parse_verdict
+from webeval.judges.webvoyager import MAX_SCREENSHOTS, Endpoint, ModelJudge, Unreadable, parse_verdict
+from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.tasks import Task
 
@@ -42,8 +43,8 @@ def shots(folder: Path, count: int) -> list[str]:
 
 
 def evidence(folder: Path, count: int = 3, answer: str | None = "Vegan Chocolate Chip, Oatmeal, and Nut Cookies, "
-             "4.9 star, 67 viewers") -> dict:
-    return {"goal": TASK.goal, "answer": answer, "screenshots": shots(folder, count), "failure_class": None}
+             "4.9 star, 67 viewers") -> Evidence:
+    return Evidence(task_id=TASK.id, goal=TASK.goal, answer=answer, screenshots=shots(folder, count), folder=folder)
 
 
 def sent_images(request: dict) -> list[bytes]:
@@ -72,7 +73,7 @@ async def test_a_success_verdict_with_the_task_answer_and_screenshots(stub, tmp_
     stub.script = [verdict_reply(True, "The recipe page shows 4.9 stars and 67 reviews.")]
     judge = judge_for(stub)
     proof = evidence(tmp_path)
-    verdict = await judge.judge(TASK, proof, tmp_path)
+    verdict = await judge.judge(TASK, proof)
     await judge.close()
     assert verdict.success and verdict.reason == "The recipe page shows 4.9 stars and 67 reviews."
     assert verdict.judge == "webvoyager" and verdict.model == "judge-model" and verdict.raw
@@ -80,15 +81,15 @@ async def test_a_success_verdict_with_the_task_answer_and_screenshots(stub, tmp_
     assert request["model"] == "judge-model" and request["temperature"] == 0
     assert "screenshots are genuine" in request["messages"][0]["content"]
     intro = request["messages"][1]["content"][0]["text"]
-    assert TASK.goal in intro and proof["answer"] in intro and "The last 3 screenshots" in intro
-    assert sent_images(request) == [(tmp_path / n).read_bytes() for n in proof["screenshots"]]
+    assert TASK.goal in intro and proof.answer in intro and "The last 3 screenshots" in intro
+    assert sent_images(request) == [(tmp_path / n).read_bytes() for n in proof.screenshots]
     assert {k.lower(): v for k, v in stub.headers[0].items()}["authorization"] == f"Bearer {SECRET}"
 
 
 async def test_the_goal_the_agent_saw_is_the_one_judged(stub, tmp_path):
-    proof = {**evidence(tmp_path), "goal": "Find a hotel for March 3-5, 2031"}
+    proof = evidence(tmp_path).model_copy(update={"goal": "Find a hotel for March 3-5, 2031"})
     judge = judge_for(stub)
-    verdict = await judge.judge(TASK, proof, tmp_path)
+    verdict = await judge.judge(TASK, proof)
     await judge.close()
     assert "Find a hotel for March 3-5, 2031" in stub.requests[0]["messages"][1]["content"][0]["text"]
     assert verdict.details["goal"] == "Find a hotel for March 3-5, 2031"
@@ -97,7 +98,7 @@ async def test_the_goal_the_agent_saw_is_the_one_judged(stub, tmp_path):
 async def test_not_success_is_a_failed_verdict_with_the_judges_reason(stub, tmp_path):
     stub.script = [verdict_reply(False, "The answer names a recipe with 12 reviews.")]
     judge = judge_for(stub)
-    verdict = await judge.judge(TASK, evidence(tmp_path), tmp_path)
+    verdict = await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
     assert not verdict.success and verdict.reason == "The answer names a recipe with 12 reviews."
     assert "failure_class" not in verdict.details
@@ -106,48 +107,77 @@ async def test_not_success_is_a_failed_verdict_with_the_judges_reason(stub, tmp_
 async def test_all_screenshots_by_default_but_bounded(stub, tmp_path):
     judge = judge_for(stub)
     proof = evidence(tmp_path, MAX_SCREENSHOTS + 5)
-    await judge.judge(TASK, proof, tmp_path)
+    await judge.judge(TASK, proof)
     await judge.close()
     images = sent_images(stub.requests[0])
     assert len(images) == MAX_SCREENSHOTS
-    assert images[-1] == (tmp_path / proof["screenshots"][-1]).read_bytes()
-    assert images[0] == (tmp_path / proof["screenshots"][5]).read_bytes()
+    assert images[-1] == (tmp_path / proof.screenshots[-1]).read_bytes()
+    assert images[0] == (tmp_path / proof.screenshots[5]).read_bytes()
 
 
 async def test_the_last_k_screenshots(stub, tmp_path):
     judge = judge_for(stub, last=2)
     proof = evidence(tmp_path, 6)
-    verdict = await judge.judge(TASK, proof, tmp_path)
+    verdict = await judge.judge(TASK, proof)
     await judge.close()
-    assert sent_images(stub.requests[0]) == [(tmp_path / n).read_bytes() for n in proof["screenshots"][-2:]]
-    assert verdict.details["screenshots"] == proof["screenshots"][-2:]
+    assert sent_images(stub.requests[0]) == [(tmp_path / n).read_bytes() for n in proof.screenshots[-2:]]
+    assert verdict.details["screenshots"] == proof.screenshots[-2:]
 
 
-@pytest.mark.parametrize("content", [
-    '```json\n{"reasoning": "ok", "verdict": "SUCCESS"}\n```',
-    'Here is my verdict: {"reasoning": "ok", "verdict": "success"}',
-    '{"reasoning": "ok", "verdict": "SUCCESS"}',
+@pytest.mark.parametrize("content, success", [
+    ('```json\n{"reasoning": "ok", "verdict": "SUCCESS"}\n```', True),
+    ('Here is my verdict: {"reasoning": "ok", "verdict": "success"}', True),
+    ('{"reasoning": "ok", "verdict": "SUCCESS"}', True),
+    ('{"thought": "ok", "verdict": "SUCCESS"}', True),  # no 'reasoning' key: the verdict decides
+    ('{"verdict": "NOT SUCCESS"}', False),
+    ('{"analysis": "ok", "decision": "not_success", "confidence": 0.4}', False),
+    ("The answer matches the last screenshot.\n\nSUCCESS", True),
+    ("Thoughts: the price is not shown anywhere, so this is NOT SUCCESS", False),
+    ("It looked like SUCCESS at first, but the date is wrong. Verdict: NOT SUCCESS", False),
 ])
-def test_readable_replies(content):
-    assert parse_verdict(content) == (True, "ok")
+def test_a_verdict_is_read_from_what_decides_it(content, success):
+    assert parse_verdict(content)[0] is success
 
 
-@pytest.mark.parametrize("content, why", [
-    ("The agent succeeded.", "the reply holds no JSON object"),
-    ('{"reasoning": "ok", "verdict": "PARTIAL"}', "'verdict' is 'PARTIAL'"),
-    ('{"verdict": "SUCCESS"}', "'reasoning' is missing"),
-    ('{"reasoning": "ok", "verdict": "SUCC', "the reply holds no JSON object"),
-    ("", "the reply is empty"),
-])
-async def test_an_unparseable_reply_is_a_failed_task_not_a_judge_failure(stub, tmp_path, content, why):
-    stub.script = [text(content)]
+@pytest.mark.parametrize("content", ["The agent succeeded.", '{"reasoning": "ok", "verdict": "PARTIAL"}',
+                                     '{"reasoning": "ok", "verdict": "SUCC', ""])
+def test_a_reply_with_no_verdict_is_unreadable(content):
+    with pytest.raises(Unreadable):
+        parse_verdict(content)
+
+
+async def test_the_thought_verdict_reply_passes(stub, tmp_path):
+    stub.script = [text(json.dumps({"thought": "The recipe and rating are on screen.", "verdict": "SUCCESS"}))]
     judge = judge_for(stub)
-    verdict = await judge.judge(TASK, evidence(tmp_path), tmp_path)
+    verdict = await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
-    assert not verdict.success
-    assert verdict.reason == f"the judge's reply could not be read: {why}" or why in verdict.reason
-    assert verdict.details["failure_class"] == "judge_unparseable"
-    assert verdict.raw == (content or None) or content == ""
+    assert verdict.success and verdict.reason == "The recipe and rating are on screen." and len(stub.requests) == 1
+
+
+async def test_a_free_text_not_success_reply_fails(stub, tmp_path):
+    stub.script = [text("The screenshots show a different recipe.\n\nNOT SUCCESS")]
+    judge = judge_for(stub)
+    verdict = await judge.judge(TASK, evidence(tmp_path))
+    await judge.close()
+    assert not verdict.success and "different recipe" in verdict.reason
+
+
+async def test_garbage_is_asked_again_then_the_judge_has_failed_as_unparseable(stub, tmp_path):
+    stub.script = [text("lorem ipsum"), text("dolor sit amet"), text("consectetur")]
+    judge = judge_for(stub)
+    with pytest.raises(JudgeError) as failed:
+        await judge.judge(TASK, evidence(tmp_path))
+    await judge.close()
+    assert failed.value.kind == "unparseable" and len(stub.requests) == 3
+    assert "could not be read" in stub.requests[1]["messages"][-1]["content"]  # the re-ask says why
+
+
+async def test_a_readable_answer_to_a_re_ask_is_the_verdict(stub, tmp_path):
+    stub.script = [text(""), verdict_reply(False, "wrong recipe")]
+    judge = judge_for(stub)
+    verdict = await judge.judge(TASK, evidence(tmp_path))
+    await judge.close()
+    assert not verdict.success and verdict.reason == "wrong recipe" and verdict.details["asked"] == 2
 
 
 @pytest.mark.parametrize("reply, message", [
@@ -164,7 +194,7 @@ async def test_transport_http_timeout_and_schema_errors_are_judge_errors(stub, t
     stub.script = [reply]
     judge = judge_for(stub, timeout_s=1.0)
     with pytest.raises(JudgeError) as info:
-        await judge.judge(TASK, evidence(tmp_path), tmp_path)
+        await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
     assert message in str(info.value)
     assert f"judge judge-model at {stub.base_url}" in str(info.value)
@@ -174,7 +204,7 @@ async def test_transport_http_timeout_and_schema_errors_are_judge_errors(stub, t
 async def test_a_refused_key_is_a_judge_error_that_never_shows_the_key(stub, tmp_path):
     judge = judge_for(stub, api_key="sk-wrong-" + SECRET)
     with pytest.raises(JudgeError, match="authentication failed") as info:
-        await judge.judge(TASK, evidence(tmp_path), tmp_path)
+        await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
     assert SECRET not in str(info.value)
 
@@ -184,7 +214,7 @@ async def test_an_unreachable_endpoint_is_a_judge_error(tmp_path):
         url = gone.base_url
     judge = ModelJudge(Endpoint(base_url=url, model="m", timeout_s=5, retries=0))
     with pytest.raises(JudgeError, match="unreachable"):
-        await judge.judge(TASK, evidence(tmp_path), tmp_path)
+        await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
 
 
@@ -218,7 +248,7 @@ def test_the_reference_judge_needs_a_golden_answer():
 
 async def test_reference_alone_calls_no_model(tmp_path):
     judging = Judging(JudgeConfig(kinds=("reference",)))
-    verdict = await judging.judge(TASK, evidence(tmp_path), tmp_path)
+    verdict = await judging.judge(TASK, evidence(tmp_path))
     assert verdict.success and verdict.judge == "reference"
 
 
@@ -226,17 +256,17 @@ async def test_both_judges_pass_a_golden_task_only_together(stub, tmp_path):
     config = JudgeConfig(kinds=("model", "reference"), base_url=stub.base_url, model="judge-model",
                          api_key_env="JUDGE_KEY", retries=0)
     judging = Judging(config, {"JUDGE_KEY": SECRET})
-    both = await judging.judge(TASK, evidence(tmp_path), tmp_path)
+    both = await judging.judge(TASK, evidence(tmp_path))
     assert both.success and both.judge == "webvoyager+reference" and both.details["reference"]["matched"]
-    wrong = await judging.judge(TASK, evidence(tmp_path, answer="Some other cookies"), tmp_path)
+    wrong = await judging.judge(TASK, evidence(tmp_path, answer="Some other cookies"))
     assert not wrong.success and wrong.judge == "reference"
     assert len(stub.requests) == 1  # a golden mismatch needs no model call
     stub.script = [verdict_reply(False, "The screenshots show 12 reviews.")]
-    disagree = await judging.judge(TASK, evidence(tmp_path), tmp_path)
+    disagree = await judging.judge(TASK, evidence(tmp_path))
     assert not disagree.success and "12 reviews" in disagree.reason
     no_golden = TASK.model_copy(update={"reference_answers": None})
     stub.script = [verdict_reply(True)]
-    assert (await judging.judge(no_golden, evidence(tmp_path, answer="x"), tmp_path)).success
+    assert (await judging.judge(no_golden, evidence(tmp_path, answer="x"))).success
     await judging.close()
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import time
+
+import pytest
 from datetime import date
 from pathlib import Path
 
@@ -78,8 +80,8 @@ async def test_rejudge_supersedes_each_judged_task_and_keeps_what_the_agent_deci
     _, tasks = load_file(tmp_path / "tasks.jsonl", TODAY)
     seen = []
 
-    async def judge(task, evidence, folder):
-        seen.append((task.id, evidence["answer"], (folder / "step-001.png").is_file()))
+    async def judge(task, evidence):
+        seen.append((task.id, evidence.answer, (evidence.folder / "step-001.png").is_file()))
         return Verdict(success=task.id != "Allrecipes--1", reason="checked", judge="test")
 
     results = await rejudge(run_dir, {t.id: t for t in tasks}, judge, judge_name="test")
@@ -104,7 +106,7 @@ async def test_rejudge_supersedes_each_judged_task_and_keeps_what_the_agent_deci
 async def test_rejudge_failed_only_touches_only_judge_failures(tmp_path):
     run_dir = finished_run(tmp_path)
     _, tasks = load_file(tmp_path / "tasks.jsonl", TODAY)
-    async def judge(task, evidence, folder):
+    async def judge(task, evidence):
         return Verdict(success=True, reason="ok", judge="test")
 
     results = await rejudge(run_dir, {t.id: t for t in tasks}, judge, judge_name="test", failed_only=True)
@@ -112,16 +114,21 @@ async def test_rejudge_failed_only_touches_only_judge_failures(tmp_path):
     assert set(superseding(run_dir)) == {"Allrecipes--0", "Allrecipes--1", "Allrecipes--4"}
 
 
-async def test_an_unreadable_judge_reply_is_a_failed_task_with_its_own_failure_class(tmp_path):
+@pytest.mark.parametrize("convention, outcome, failure_class", [("mask", "judge_failed", None),
+                                                                ("fail", "failed", "judge_unparseable")])
+async def test_an_unreadable_judge_reply_is_masked_unless_the_run_counts_it_a_failure(tmp_path, convention, outcome,
+                                                                                     failure_class):
     run_dir = finished_run(tmp_path)
     _, tasks = load_file(tmp_path / "tasks.jsonl", TODAY)
-    with OpenAIStub([text("I think the agent did fine.")], models=("judge-model",)) as stub:
+    with OpenAIStub([text("I think the agent did fine.")] * 3, models=("judge-model",)) as stub:
         judge = ModelJudge(Endpoint(stub.base_url, "judge-model", retries=0))
-        await rejudge(run_dir, {t.id: t for t in tasks}, judge.judge, judge_name="m", select={"Allrecipes--0"})
+        await rejudge(run_dir, {t.id: t for t in tasks}, judge.judge, judge_name="m", select={"Allrecipes--0"},
+                      unparseable=convention)
         await judge.close()
+        assert len(stub.requests) == 3  # asked, then asked again twice
     new = superseding(run_dir)["Allrecipes--0"]
-    assert (new["outcome"], new["failure_class"]) == ("failed", "judge_unparseable")
-    assert new["verdict"]["raw"] == "I think the agent did fine."
+    assert (new["outcome"], new["failure_class"]) == (outcome, failure_class)
+    assert outcome == "failed" or new["kind"] == "unparseable"
 
 
 # --- pytest --rejudge and webeval reverify --------------------------------------------------------------------
@@ -138,11 +145,14 @@ def test_pytest_rejudge_judges_stored_evidence_with_no_display_or_browser(tmp_pa
         run_dir = finished_run(tmp_path, judge.base_url)
         env, marks = tripwires(tmp_path)
         result = pytest_run(["suites/webvoyager", "--rejudge", str(run_dir.path), "--judge-failed-only",
-                             "--judge-concurrency", "2", "-n", "2"], env=env)
+                             "-n", "2", "-rA", "--junitxml", str(tmp_path / "junit.xml")], env=env)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert not marks.exists(), f"a display or browser was started: {marks.read_text()}"
-    assert "re-judged 3 of 3 tasks" in output and "Allrecipes--1: judge_failed -> passed" in output
+    # each re-judged task is a test with its new outcome: in the terminal and in JUnit XML
+    assert "3 passed in" in output and "PASSED suites/webvoyager/test_webvoyager.py::test_task[Allrecipes--1]" in output
+    junit = (tmp_path / "junit.xml").read_text()
+    assert junit.count("<testcase") == 3 and "<failure" not in junit and "<skipped" not in junit
     # three judge calls, two at a time: the third had to wait for a free slot
     assert len(arrivals) == 3 and arrivals[2] - arrivals[0] >= 1.9
     new = superseding(run_dir)

@@ -19,7 +19,8 @@ from webeval.agent.episode import StepRecord
 from webeval.plugin import webvoyager
 from webeval.plugin.webvoyager import SiteChecks
 from webeval.plugin.webvoyager_setup import build
-from webeval.runtime.sites import SiteProxy, blocked_page, redact, unreachable
+from webeval.outcomes.redact import redact
+from webeval.runtime.sites import SiteProxy, blocked_page, unreachable
 from webeval.tasks import Task
 
 SUITE = "suites/webvoyager"
@@ -106,7 +107,6 @@ def test_a_malformed_task_file_stops_the_session_naming_file_and_line(tmp_path):
     (["--tasks-file", "TASKS", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m",
       "--judge-api-key-env", "NO_SUCH_JUDGE_KEY"], "the judge's API key variable $NO_SUCH_JUDGE_KEY is not set"),
     (["--tasks-file", "TASKS", "--judge-profile", "nope"], "--judge-profile 'nope' is unknown"),
-    (["--tasks-file", "TASKS", "--judge-failed-only"], "--judge-failed-only goes with --rejudge DIR"),
     (["--tasks-file", "TASKS", "--rejudge", "NOWHERE"], "--rejudge NOWHERE: not a run directory (no population.json)"),
     (["--tasks-file", "TASKS", "--block-budget", "0"], "--block-budget must be at least 1"),
     (["--tasks-file", "TASKS", "--judge-screenshots", "-1"], "--judge-screenshots must not be negative"),
@@ -220,7 +220,7 @@ def test_a_site_is_checked_through_its_proxy_and_the_credentials_never_show():
     finally:
         server.shutdown()
         server.server_close()
-    assert redact(f"x {password} y", good.secrets()) == "x *** y"
+    assert redact(f"x {password} y") == "x *** y"  # declared a secret as the proxy's settings were read
 
 
 @pytest.mark.parametrize("title, url, blocked", [
@@ -237,10 +237,10 @@ def test_bot_walls_are_recognised(title, url, blocked):
 
 
 def test_a_task_is_blocked_only_after_its_budget_in_a_row():
-    def steps(*titles):
-        return [StepRecord(step=i, screenshot="", url="https://x.test/", title=t) for i, t in enumerate(titles)]
+    def blocked(titles, budget):
+        return blocked_steps(titles, ["https://x.test/"] * len(titles), budget)
 
     wall, page = "Just a moment...", "Results"
-    assert blocked_steps(steps(wall, wall, page, wall, wall), 3) is None
-    assert "3 steps in a row (budget 3)" in blocked_steps(steps(page, wall, wall, wall), 3)
-    assert blocked_steps(steps(wall), 1) is not None
+    assert blocked([wall, wall, page, wall, wall], 3) is None
+    assert "3 steps in a row (budget 3)" in blocked([page, wall, wall, wall], 3)
+    assert blocked([wall], 1) is not None

@@ -22,8 +22,8 @@ def server():
         yield s
 
 @pytest.mark.parametrize("n", range(4))
-async def test_type(n, server, webeval_ready_runtime, tmp_path):
-    runtime = webeval_ready_runtime
+async def test_type(n, server, webeval_runtime, tmp_path):
+    runtime = await webeval_runtime.ready()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     text = f"{worker}-{n}-" + "abcdefghijklmnopqrstuvwxyz0123456789" * 3
     session = await runtime.browser.new_session(tmp_path)

@@ -19,6 +19,9 @@ NAMED_KEYS = MODIFIER_KEYS | {
 }
 
 
+MAX_CALLS_PER_TURN = 20  # beyond this a turn is a runaway reply, not a plan; carried out, it would outlast any step
+
+
 def _check_http(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -139,6 +142,8 @@ def parse_call(name: str, arguments: str | dict[str, Any], screen: tuple[int, in
             arguments = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
             raise ActionError(f"{name}: arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise ActionError(f"{name}: arguments are JSON nested too deeply to read") from None
     if not isinstance(arguments, dict):
         raise ActionError(f"{name}: arguments must be a JSON object")
     try:
@@ -157,6 +162,9 @@ def parse_turn(calls: list[tuple[str, str | dict[str, Any]]], screen: tuple[int,
     """All tool calls of one model turn; terminate may only be the last one."""
     if not calls:
         raise ActionError("no tool call in the reply: call one of " + ", ".join(TOOL_NAMES))
+    if len(calls) > MAX_CALLS_PER_TURN:
+        raise ActionError(f"{len(calls)} tool calls in one reply: at most {MAX_CALLS_PER_TURN} are carried out in a "
+                          "turn (one is best: the screen changes after each)")
     actions = [parse_call(name, args, screen) for name, args in calls]
     if any(isinstance(a, Terminate) for a in actions[:-1]):
         raise ActionError("terminate must be the last call of a turn")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from webeval.agent.environment import Environment, Prepared
-from webeval.agent.episode import StepRecord
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import InfraError
 from webeval.runtime.sites import SiteProxy, blocked_page
 from webeval.tasks import Task
 
@@ -16,7 +17,8 @@ class LiveSites(Environment):
     """`site_map` moves every task of a site to another start URL (a mirror, or an offline copy in tests)."""
 
     def __init__(self, site_map: dict[str, str] | None = None, proxies: dict[str, SiteProxy] | None = None,
-                 origins: dict[str, str] | None = None) -> None:
+                 origins: dict[str, str] | None = None, block_budget: int = 3) -> None:
+        self.block_budget = block_budget
         self.site_map = site_map or {}
         self.proxies = proxies or {}
         self.origins = origins or {}  # site -> the start URL its tasks are written with, for rewriting links
@@ -43,11 +45,16 @@ class LiveSites(Environment):
         return prepared
 
 
-def blocked_steps(steps: Iterable[StepRecord], budget: int) -> str | None:
+    def blocked(self, evidence: Evidence) -> InfraError | None:
+        why = blocked_steps(evidence.titles, evidence.urls, self.block_budget)
+        return InfraError("site_blocked", why) if why else None
+
+
+def blocked_steps(titles: Iterable[str], urls: Iterable[str], budget: int) -> str | None:
     """Why an episode was blocked: `budget` observations in a row were a CAPTCHA or anti-bot page; else None."""
     run, why = 0, None
-    for step in steps:
-        reason = blocked_page(step.title, step.url)
+    for title, url in zip(titles, urls):
+        reason = blocked_page(title, url)
         run = run + 1 if reason else 0
         if reason:
             why = reason

@@ -7,10 +7,12 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
 
 from webeval.actions import ActionError, Observation, Terminate, parse_turn
+from webeval.agent.environment import PageHooks
 from webeval.agent.episode import Episode, StepRecord, step_json
 from webeval.outcomes.record import FailureClass, InfraError
 from webeval.policy.base import Policy
@@ -49,20 +51,33 @@ async def _write(path: Path, data: bytes) -> None:
     await asyncio.to_thread(path.write_bytes, data)
 
 
+Vitals = Callable[[], Awaitable[InfraError | None]]  # the dead or unresponsive part of the runtime, if any
+
+
+async def _all_alive() -> InfraError | None:
+    return None
+
+
 class AgentLoop:
-    def __init__(self, session: TaskSession, device: VisibleInput, policy: Policy, budgets: Budgets) -> None:
+    def __init__(self, session: TaskSession, device: VisibleInput, policy: Policy, budgets: Budgets,
+                 vitals: Vitals = _all_alive, hooks: PageHooks | None = None) -> None:
         self.session = session
+        self.hooks = hooks
         self.device = device
         self.policy = policy
         self.budgets = budgets
+        self.vitals = vitals
 
-    async def run(self, task: Task, folder: Path) -> Episode:
-        episode = Episode(task_id=task.id, folder=folder)
+    async def run(self, task: Task, episode: Episode) -> Episode:
+        """Fill in `episode` as the steps go, so that what was done survives the loop being cancelled."""
         began = time.monotonic()
         max_steps = task.max_steps or self.budgets.max_steps
         try:
             async with asyncio.timeout(self.budgets.task_timeout_s):
                 await open_start_page(self.session, task.start_url, self.budgets.start_retries)
+                if self.hooks is not None:
+                    task = await self.hooks.start(self.session.require_active(), task)
+                    episode.goal = task.goal
                 await self.policy.begin(task)
                 await self._steps(episode, max_steps)
         except TimeoutError:
@@ -71,24 +86,22 @@ class AgentLoop:
         except InfraError as exc:
             episode.infra = exc
         except LastTabClosed as exc:
-            if await self.session.browser_alive():
+            # A dead browser closes every tab too, which must not look like the agent's doing.
+            episode.infra = await self.vitals()
+            if episode.infra is None:
                 episode.failure_class = FailureClass.closed_last_tab
                 episode.reason = str(exc)
-            else:
-                episode.infra = InfraError("browser", "Chromium died during the episode")
-        except PlaywrightError as exc:
-            episode.infra = InfraError("browser", str(exc).splitlines()[0])
         except Exception:
-            # Whatever broke while the browser or the display was dying is theirs, not a bug of the harness.
-            if self.session.display.alive and await self.session.browser_alive():
+            # Infrastructure only with evidence: a part of the runtime is gone or does not answer. Otherwise the
+            # exception is a bug of the harness, and it is raised as one (a Playwright error included).
+            episode.infra = await self.vitals()
+            if episode.infra is None:
                 raise
-            episode.infra = InfraError("browser" if self.session.display.alive else "display",
-                                       "the browser or display died during the episode")
         finally:
             episode.duration_s = time.monotonic() - began
             active = self.session.active
             episode.final_url = active.url if active is not None and not active.is_closed() else ""
-            await self.policy.end()
+            await asyncio.wait_for(self.policy.end(), 10)
         return episode
 
     async def _steps(self, episode: Episode, max_steps: int) -> None:
@@ -104,7 +117,7 @@ class AgentLoop:
                 episode.steps.append(record)
                 trajectory.write(json.dumps(step_json(record), ensure_ascii=False) + "\n")
                 trajectory.flush()
-                if done:
+                if done or (self.hooks is not None and await self.hooks.ended(self.session.require_active())):
                     return
                 invalid = invalid + 1 if record.error else 0
                 if invalid >= self.budgets.max_invalid:

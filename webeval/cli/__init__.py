@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report")
+COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,13 @@ class CommandError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+
+    def one_line(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 - warnings' own
+        # What was skipped over (a torn record, a screenshot outside its folder) says so in one line, not in two
+        # with the harness's own source line.
+        print(f"webeval {args.command}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = one_line
     try:
         return args.func(args)
     except CommandError as exc:

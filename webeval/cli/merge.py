@@ -9,6 +9,7 @@ from pathlib import Path
 from webeval.cli import CommandError
 from webeval.outcomes.reconcile import summary_lines, write_summary
 from webeval.outcomes.rundir import POPULATION, RunDir
+from webeval.outcomes.sessions import copy_sessions
 
 
 def add_parser(subparsers) -> None:
@@ -37,6 +38,7 @@ def merge(sources: list[Path], out: Path) -> RunDir:
     for run in runs:
         for record in run.records():
             merged.append(record)
+        copy_sessions(run.path, out)
         tasks = run.path / "tasks"
         if tasks.is_dir():
             shutil.copytree(tasks, out / "tasks", dirs_exist_ok=True)

@@ -6,24 +6,50 @@ puts a key into text: `public()` is what may be shown or stored.
 
 from __future__ import annotations
 
+import asyncio
 import os
-import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from webeval.judges.reference import reference_verdict
 from webeval.judges.webvoyager import Endpoint, ModelJudge
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import JudgeError
+from webeval.outcomes.redact import Secret, declare
 from webeval.outcomes.verdict import Verdict
+from webeval.profiles import ProfileError, catalogue_path, find, is_path, read_catalogue, validate
 from webeval.tasks import Task
 
 KINDS = ("model", "reference")
 PROFILES_ENV = "WEBEVAL_JUDGE_PROFILES"
 PROFILE_FILE = "judge-profiles.toml"
+DEADLINE_MARGIN_S = 5.0
 BUILTIN_PROFILES: dict[str, dict[str, Any]] = {
     "openai-gpt-4o": {"base_url": "https://api.openai.com/v1", "model": "gpt-4o", "api_key_env": "OPENAI_API_KEY"},
 }
-_PROFILE_KEYS = {"base_url", "model", "api_key_env", "temperature", "timeout", "retries"}
+
+
+class JudgeProfile(BaseModel):
+    """The fields a judge profile may set (by name in judge-profiles.toml, or as a file of its own)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    model: str | None = Field(default=None, min_length=1)
+    api_key_env: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout: float | None = Field(default=None, gt=0)
+    retries: int | None = Field(default=None, ge=0, le=20)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url {value!r} is not an http(s) URL")
+        return value
 
 
 class JudgeConfigError(ValueError):
@@ -73,6 +99,8 @@ class JudgeConfig:
             key = environ.get(self.api_key_env)
             if not key:
                 raise JudgeConfigError(f"the judge's API key variable ${self.api_key_env} is not set")
+            declare(key)
+            key = Secret(key)  # the endpoint's repr (a traceback, a log line) shows *** for it
         return Endpoint(base_url=self.base_url, model=self.model, api_key=key, timeout_s=self.timeout_s,
                         retries=self.retries, temperature=self.temperature)
 
@@ -86,41 +114,36 @@ def parse_kinds(text: str) -> tuple[str, ...]:
 
 
 def profiles(root: Path | None = None) -> tuple[dict[str, dict[str, Any]], Path | None]:
-    """Built-in profiles, then those of $WEBEVAL_JUDGE_PROFILES or <root>/judge-profiles.toml (tables by name)."""
+    """Built-in profiles, then those of $WEBEVAL_JUDGE_PROFILES or <root>/judge-profiles.toml (tables by name),
+    each checked by the profile schema."""
     found = dict(BUILTIN_PROFILES)
-    path = Path(os.environ[PROFILES_ENV]) if os.environ.get(PROFILES_ENV) else (root / PROFILE_FILE if root else None)
-    if path is None or (not path.exists() and not os.environ.get(PROFILES_ENV)):
-        return found, None
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise JudgeConfigError(f"{path}: cannot read judge profiles: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise JudgeConfigError(f"{path}: invalid TOML: {exc}") from None
-    for name, table in document.items():
-        if not isinstance(table, dict):
-            raise JudgeConfigError(f"{path}: profile {name!r} must be a table ([{name}])")
-        if "api_key" in table:
-            raise JudgeConfigError(f"{path}: profile {name!r} holds an API key: name its variable with api_key_env")
-        unknown = sorted(set(table) - _PROFILE_KEYS)
-        if unknown:
-            raise JudgeConfigError(f"{path}: profile {name!r} has unknown key {unknown[0]!r}")
-        found[name] = table
+        path = catalogue_path(PROFILES_ENV, PROFILE_FILE, root)
+        for name, table in (read_catalogue(path) if path is not None else {}).items():
+            validate(JudgeProfile, table, f"{path}: profile {name!r}")
+            found[name] = table
+    except ProfileError as exc:
+        raise JudgeConfigError(str(exc)) from None
     return found, path
 
 
 def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
-    """The config with its profile's values filled in wherever no option gave one."""
+    """The config with its profile's values filled in wherever no option gave one. The profile is a name (built in,
+    or in the profiles file) or the path of a TOML or JSON file; a path is kept absolute, for re-judging later."""
     if not config.profile:
         return config
-    known, path = profiles(root)
-    table = known.get(config.profile)
-    if table is None:
-        where = f" (profiles: built-in and {path})" if path else ""
-        raise JudgeConfigError(f"--judge-profile {config.profile!r} is unknown: use one of "
-                               f"{', '.join(sorted(known))}{where}")
+    try:
+        if not is_path(config.profile):
+            profiles(root)  # every named profile is checked, not only the one chosen
+        found = find(config.profile, option="--judge-profile", builtins=BUILTIN_PROFILES,
+                     catalogue=catalogue_path(PROFILES_ENV, PROFILE_FILE, root))
+        table = validate(JudgeProfile, found.fields, found.source).model_dump(exclude_none=True)
+    except ProfileError as exc:
+        raise JudgeConfigError(str(exc)) from None
     defaults = JudgeConfig()
     filled: dict[str, Any] = {}
+    if is_path(config.profile) and found.path is not None:
+        filled["profile"] = str(found.path.resolve())
     for key, field in (("base_url", "base_url"), ("model", "model"), ("api_key_env", "api_key_env"),
                        ("temperature", "temperature"), ("timeout", "timeout_s"), ("retries", "retries")):
         if key in table and getattr(config, field) == getattr(defaults, field):
@@ -163,20 +186,36 @@ class Judging:
         self.config = config
         self.model = ModelJudge(config.endpoint(environ), config.screenshots) if config.uses_model else None
 
-    async def judge(self, task: Task, evidence: dict[str, Any], folder: Path) -> Verdict:
+    def deadline_s(self) -> float:
+        """The longest a whole judgement may take: every ask, each with its retries, and a margin for the backoff.
+        The client's timeout bounds each read, not a reply that trickles in slower than it."""
+        asks = self.model.reasks + 1 if self.model is not None else 1
+        return self.config.timeout_s * (self.config.retries + 1) * asks + DEADLINE_MARGIN_S
+
+    async def judge(self, task: Task, evidence: Evidence) -> Verdict:
+        where = f"judge {self.config.model}"
+        try:
+            async with asyncio.timeout(self.deadline_s()):
+                return await self._judge(task, evidence)
+        except TimeoutError:
+            raise JudgeError(f"{where}: no verdict within {self.deadline_s():g} s", kind="timeout") from None
+        except RecursionError:  # the client's JSON parser on a reply nested thousands of levels deep
+            raise JudgeError(f"{where}: the response is JSON nested too deeply to read", kind="schema") from None
+
+    async def _judge(self, task: Task, evidence: Evidence) -> Verdict:
         if self.model is None:
-            return reference_verdict(task, evidence.get("answer"))
+            return reference_verdict(task, evidence.answer)
         if "reference" in self.config.kinds and task.reference_answers:
-            reference = reference_verdict(task, evidence.get("answer"))
+            reference = reference_verdict(task, evidence.answer)
             if not reference.success:
                 return reference
-            verdict = await self.model.judge(task, evidence, folder)
+            verdict = await self.model.judge(task, evidence)
             return verdict.model_copy(update={
                 "judge": "webvoyager+reference",
                 "reason": f"{verdict.reason} (reference: {reference.reason})",
                 "details": {**verdict.details, "reference": reference.details},
             })
-        return await self.model.judge(task, evidence, folder)
+        return await self.model.judge(task, evidence)
 
     async def close(self) -> None:
         if self.model is not None:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from webeval.judges.verifier import normalize
+from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
@@ -49,7 +50,8 @@ def golden_met(answer: str, golden: str) -> bool:
 def reference_verdict(task: Task, answer: str | None) -> Verdict:
     golden = task.reference_answers or []
     if not golden:
-        raise JudgeError(f"task {task.id} has no golden reference answer: the reference judge cannot decide it")
+        raise JudgeError(f"task {task.id} has no golden reference answer: the reference judge cannot decide it",
+                         kind="config")
     details: dict[str, Any] = {"references": golden, "answer": answer}
     if answer is None:
         return Verdict(success=False, reason="no answer was given", judge="reference", details=details)
@@ -62,5 +64,5 @@ def reference_verdict(task: Task, answer: str | None) -> Verdict:
                    details=details)
 
 
-async def reference_judge(task: Task, evidence: dict[str, Any]) -> Verdict:
-    return reference_verdict(task, evidence.get("answer"))
+async def reference_judge(task: Task, evidence: Evidence) -> Verdict:
+    return reference_verdict(task, evidence.answer)

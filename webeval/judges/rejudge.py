@@ -8,19 +8,17 @@ a budget spent, invalid output) or never finished (infrastructure, not run) keep
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Awaitable, Callable
 
+from webeval.judges.decide import Judge, Unparseable, decide
+from webeval.outcomes.evidence import Evidence, EvidenceError
 from webeval.outcomes.reconcile import final_records
-from webeval.outcomes.record import AttemptRecord, FailureClass, JudgeError, Outcome
+from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 
-JudgeFn = Callable[[Task, dict[str, Any], Path], Awaitable[Verdict]]
 JUDGEABLE = (Outcome.passed, Outcome.failed, Outcome.judge_failed)
 
 
@@ -38,13 +36,6 @@ class Rejudged:
         return f"{self.task_id}: {self.before} -> {self.after.outcome.value}{reason}"
 
 
-def failure_class(verdict: Verdict, answer: str | None) -> FailureClass:
-    named = verdict.details.get("failure_class")
-    if named:
-        return FailureClass(named)
-    return FailureClass.no_answer if answer is None else FailureClass.wrong_answer
-
-
 def candidates(run_dir: RunDir, failed_only: bool, select: set[str] | None = None) -> list[tuple[AttemptRecord, str]]:
     """(final record, why it is kept or "") for each task of the population, in population order."""
     population = run_dir.population()
@@ -60,65 +51,58 @@ def candidates(run_dir: RunDir, failed_only: bool, select: set[str] | None = Non
     return chosen
 
 
-def _evidence(run_dir: RunDir, record: AttemptRecord) -> tuple[dict[str, Any] | None, str]:
+def _evidence(run_dir: RunDir, record: AttemptRecord) -> tuple[Evidence | None, str]:
     if not record.path:
         return None, "no attempt folder recorded"
-    path = run_dir.path / record.path / "evidence.json"
     try:
-        evidence = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, f"no readable evidence at {path.relative_to(run_dir.path)}"
-    if evidence.get("infra"):
+        evidence = Evidence.load(run_dir.path / record.path)
+    except EvidenceError as exc:
+        return None, str(exc)
+    if evidence.infra:
         return None, "its episode broke (infrastructure)"
-    if evidence.get("failure_class"):
-        return None, f"decided by the agent's run ({evidence['failure_class']})"
+    if evidence.failure_class:
+        return None, f"decided by the agent's run ({evidence.failure_class})"
     return evidence, ""
 
 
-async def _one(run_dir: RunDir, record: AttemptRecord, task: Task, judge: JudgeFn, judge_name: str,
-               gate: asyncio.Semaphore) -> Rejudged:
-    result = Rejudged(record.task_id, record.outcome.value)
+async def rejudge_record(run_dir: RunDir, record: AttemptRecord, task: Task, judge: Judge, *, judge_name: str = "",
+                         unparseable: Unparseable = "mask") -> tuple[AttemptRecord | None, Verdict | None, str]:
+    """(the superseding record, its verdict, "") from the record's stored evidence; (None, None, why) when the
+    record is kept as it was. The new record is not appended: the caller does that."""
+    if record.outcome not in JUDGEABLE:
+        return None, None, "its episode did not finish"
     evidence, note = _evidence(run_dir, record)
     if evidence is None:
-        result.note = note
-        return result
-    folder = run_dir.path / str(record.path)
-    async with gate:
-        began = time.monotonic()
-        try:
-            verdict = await judge(task, evidence, folder)
-        except JudgeError as exc:
-            verdict, error = None, str(exc)
-        seconds = round(time.monotonic() - began, 3)
-    update: dict[str, Any] = {"worker": "rejudge", "finished_at": "", "kind": None,
-                              "extra": {**record.extra, "rejudge": True, "judge": judge_name, "judge_s": seconds,
-                                        "replaces": record.outcome.value}}
-    if verdict is None:
-        update.update(outcome=Outcome.judge_failed, failure_class=None, verdict=None, reason=f"judge_failed: {error}")
-    else:
-        (folder / "verdict.json").write_text(verdict.model_dump_json(indent=2), encoding="utf-8")
-        failed = not verdict.success
-        update.update(outcome=Outcome.failed if failed else Outcome.passed, verdict=verdict.model_dump(mode="json"),
-                      failure_class=failure_class(verdict, evidence.get("answer")) if failed else None,
-                      reason=verdict.reason if failed else "")
-    result.after = record.model_copy(update=update)
-    run_dir.append(result.after)
-    return result
+        return None, None, note
+    began = time.monotonic()
+    decision = await decide(task, evidence, judge, unparseable)
+    if decision.verdict is not None:
+        (evidence.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+    valid = decision.outcome.valid
+    after = record.model_copy(update={
+        "worker": "rejudge", "finished_at": "", "outcome": decision.outcome, "kind": decision.kind,
+        "failure_class": decision.failure_class, "reason": decision.reason,
+        "verdict": decision.verdict.model_dump(mode="json") if valid and decision.verdict else None,
+        "extra": {**record.extra, "rejudge": True, "judge": judge_name, "replaces": record.outcome.value,
+                  "judge_s": round(time.monotonic() - began, 3)}})
+    return after, decision.verdict, ""
 
 
-async def rejudge(run_dir: RunDir, tasks: dict[str, Task], judge: JudgeFn, *, judge_name: str,
-                  failed_only: bool = False, concurrency: int = 8, select: set[str] | None = None) -> list[Rejudged]:
+async def rejudge(run_dir: RunDir, tasks: dict[str, Task], judge: Judge, *, judge_name: str,
+                  failed_only: bool = False, concurrency: int = 8, select: set[str] | None = None,
+                  unparseable: Unparseable = "mask") -> list[Rejudged]:
     """Judge the chosen tasks of a run again, at most `concurrency` judge calls at once; in population order."""
     gate = asyncio.Semaphore(max(1, concurrency))
-    jobs: list[Awaitable[Rejudged]] = []
-    kept: dict[str, Rejudged] = {}
-    order: list[str] = []
-    for record, note in candidates(run_dir, failed_only, select):
-        order.append(record.task_id)
-        task = tasks.get(record.task_id)
-        if note or task is None:
-            kept[record.task_id] = Rejudged(record.task_id, record.outcome.value, note=note or "not in the tasks")
-        else:
-            jobs.append(_one(run_dir, record, task, judge, judge_name, gate))
-    done = {r.task_id: r for r in await asyncio.gather(*jobs)}
-    return [done.get(task_id) or kept[task_id] for task_id in order]
+
+    async def one(record: AttemptRecord, task: Task | None) -> Rejudged:
+        result = Rejudged(record.task_id, record.outcome.value, note="not in the tasks")
+        if task is not None:
+            async with gate:
+                result.after, _, result.note = await rejudge_record(run_dir, record, task, judge,
+                                                                    judge_name=judge_name, unparseable=unparseable)
+        if result.after is not None:
+            run_dir.append(result.after)
+        return result
+
+    chosen = candidates(run_dir, failed_only, select)
+    return list(await asyncio.gather(*(one(record, tasks.get(record.task_id)) for record, _ in chosen)))

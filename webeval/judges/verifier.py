@@ -6,6 +6,7 @@ import re
 import unicodedata
 from typing import Any
 
+from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import StateCheck, Task, VerifierSpec
@@ -102,8 +103,8 @@ def verify(spec: VerifierSpec, answer: str | None, state: dict[str, Any]) -> Ver
     return Verdict(success=True, reason="every check holds", judge="verifier", details=details)
 
 
-async def verifier_judge(task: Task, evidence: dict[str, Any]) -> Verdict:
+async def verifier_judge(task: Task, evidence: Evidence) -> Verdict:
     """The judge of offline tasks: their own programmatic verifier, over the evidence."""
     if task.verifier is None:
-        raise JudgeError(f"task {task.id} has no verifier")
-    return verify(task.verifier, evidence.get("answer"), evidence.get("state") or {})
+        raise JudgeError(f"task {task.id} has no verifier", kind="config")
+    return verify(task.verifier, evidence.answer, evidence.state or {})

@@ -4,8 +4,8 @@ The protocol follows WebVoyager's automatic evaluation (the screenshots outrank 
 must be done), put in our own words, and asks for a JSON verdict with the judge's reasoning. The judge reads only the
 evidence of an attempt, so it can run again later with no browser.
 
-Outcomes: a reply that arrives but cannot be read as a verdict is a failed task (failure class judge_unparseable);
-transport, timeout, authentication, HTTP errors and a response that is not a chat completion are a JudgeError.
+Outcomes: transport, timeout, authentication and HTTP errors, a response that is not a chat completion, and a reply
+with no readable verdict after the re-asks are a JudgeError (the attempt is judge_failed, masked, re-judgeable).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webeval.outcomes.record import FailureClass, JudgeError
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 
@@ -65,31 +66,70 @@ class Endpoint:
         return text.replace(self.api_key, "***") if self.api_key else text
 
 
-def parse_verdict(content: str | None) -> tuple[bool, str] | str:
-    """(success, reasoning) from the judge's reply, or why it cannot be read."""
-    if not content or not content.strip():
-        return "the reply is empty"
-    text = content.strip()
+class Unreadable(ValueError):
+    """A reply from which no verdict can be read."""
+
+
+_VERDICT_KEYS = ("verdict", "decision", "result", "outcome", "judgement", "judgment")
+_REASON_KEYS = ("reasoning", "reason", "thought", "thoughts", "explanation", "rationale", "analysis")
+_WORD = re.compile(r"\bNOT SUCCESS\b|\bSUCCESS\b")
+
+
+def _word(value: Any) -> bool | None:
+    """SUCCESS / NOT SUCCESS (any case, '_' for ' '), or a boolean; None for anything else."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = " ".join(value.replace("_", " ").upper().split()).rstrip(".!")
+        return {"SUCCESS": True, "NOT SUCCESS": False}.get(word)
+    return None
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
     candidates = [text, *_FENCE.findall(text)]
     if "{" in text and "}" in text:
         candidates.append(text[text.index("{"):text.rindex("}") + 1])
-    document = None
+    found = []
     for candidate in candidates:
         try:
             document = json.loads(candidate)
-            break
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
-    if not isinstance(document, dict):
-        return "the reply holds no JSON object"
-    verdict = document.get("verdict")
-    word = " ".join(verdict.replace("_", " ").upper().split()) if isinstance(verdict, str) else None
-    if word not in ("SUCCESS", "NOT SUCCESS"):
-        return f"'verdict' is {verdict!r}, not \"SUCCESS\" or \"NOT SUCCESS\""
-    reasoning = document.get("reasoning")
-    if not isinstance(reasoning, str) or not reasoning.strip():
-        return "'reasoning' is missing"
-    return word == "SUCCESS", reasoning.strip()
+        if isinstance(document, dict):
+            found.append(document)
+    return found
+
+
+def _from_object(document: dict[str, Any]) -> tuple[bool, str] | None:
+    keys = {key.lower(): key for key in document if isinstance(key, str)}
+    decided = [_word(document[keys[k]]) for k in _VERDICT_KEYS if k in keys]
+    if "success" in keys:
+        decided.append(_word(document[keys["success"]]))
+    decided = [d for d in decided if d is not None]
+    if not decided or len(set(decided)) > 1:
+        return None
+    reason = next((document[keys[k]] for k in _REASON_KEYS if k in keys and isinstance(document[keys[k]], str)), "")
+    return decided[0], reason.strip()
+
+
+def parse_verdict(content: str | None) -> tuple[bool, str]:
+    """(success, reasoning) read from what decides a reply, whatever else it holds or lacks.
+
+    A JSON object (bare, fenced, or inside prose) with a verdict-like key whose value is SUCCESS / NOT SUCCESS or a
+    boolean decides it; otherwise WebVoyager's free-text convention does: the reply's last SUCCESS or NOT SUCCESS,
+    in capitals. Raises Unreadable when neither gives one answer.
+    """
+    if not content or not content.strip():
+        raise Unreadable("the reply is empty")
+    text = content.strip()
+    for document in _objects(text):
+        read = _from_object(document)
+        if read is not None:
+            return read[0], read[1] or text
+    words = _WORD.findall(text)
+    if words:
+        return words[-1] == "SUCCESS", text
+    raise Unreadable("the reply holds no verdict (no SUCCESS or NOT SUCCESS, and no JSON object with a verdict)")
 
 
 def _image(path: Path) -> dict[str, Any]:
@@ -98,48 +138,56 @@ def _image(path: Path) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:image/{kind};base64,{data}"}}
 
 
-def chosen_screenshots(evidence: dict[str, Any], folder: Path, last: int | None) -> list[str]:
-    names = [n for n in evidence.get("screenshots") or [] if (folder / n).is_file()]
-    keep = min(MAX_SCREENSHOTS, last) if last is not None else MAX_SCREENSHOTS
-    return names[-keep:] if keep else []
-
-
-def messages(goal: str, answer: str | None, folder: Path, names: list[str]) -> list[dict[str, Any]]:
+def messages(goal: str, answer: str | None, shots: list[Path]) -> list[dict[str, Any]]:
     said = answer if answer is not None else "(the agent gave no answer)"
     intro = (f"Task: {goal}\n\nFinal answer of the agent: {said}\n\n"
-             + (f"The last {len(names)} screenshots follow, oldest first." if names else "There are no screenshots."))
+             + (f"The last {len(shots)} screenshots follow, oldest first." if shots else "There are no screenshots."))
     content: list[dict[str, Any]] = [{"type": "text", "text": intro}]
-    content += [_image(folder / name) for name in names]
+    content += [_image(path) for path in shots]
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
 
 
+def _reask(why: str) -> dict[str, Any]:
+    return {"role": "user", "content": f"Your reply could not be read ({why}). Reply again with exactly one JSON "
+                                       'object: {"reasoning": "...", "verdict": "SUCCESS"} or "NOT SUCCESS".'}
+
+
 class ModelJudge:
-    """WebVoyager's judge over any OpenAI-compatible multimodal endpoint."""
+    """WebVoyager's judge over any OpenAI-compatible multimodal endpoint.
+
+    A reply with no readable verdict is asked again, `reasks` times; then (and at once for a refusal) the judge has
+    failed with kind `unparseable`: the attempt is masked and re-judgeable, never the agent's failure.
+    """
 
     name = "webvoyager"
 
-    def __init__(self, endpoint: Endpoint, last_screenshots: int | None = None) -> None:
+    def __init__(self, endpoint: Endpoint, last_screenshots: int | None = None, reasks: int = 2) -> None:
         self.endpoint = endpoint
         self.last = last_screenshots
+        self.reasks = reasks
         self._client: openai.AsyncOpenAI | None = None
 
-    async def judge(self, task: Task, evidence: dict[str, Any], folder: Path) -> Verdict:
-        goal = evidence.get("goal") or task.goal  # the text the agent saw (dates as rendered for that run)
-        names = chosen_screenshots(evidence, Path(folder), self.last)
-        request: dict[str, Any] = {"model": self.endpoint.model,
-                                   "messages": messages(goal, evidence.get("answer"), Path(folder), names)}
+    async def judge(self, task: Task, evidence: Evidence) -> Verdict:
+        goal = evidence.goal or task.goal  # the text the agent saw (dates as rendered for that run)
+        shots = evidence.screenshot_paths(min(MAX_SCREENSHOTS, self.last) if self.last is not None
+                                          else MAX_SCREENSHOTS)
+        request: dict[str, Any] = {"model": self.endpoint.model, "messages": messages(goal, evidence.answer, shots)}
         if self.endpoint.temperature is not None:
             request["temperature"] = self.endpoint.temperature
-        content = await self._complete(request)
-        details = {"screenshots": names, "goal": goal}
-        parsed = parse_verdict(content)
-        if isinstance(parsed, str):
-            return Verdict(success=False, reason=f"the judge's reply could not be read: {parsed}", judge=self.name,
-                           model=self.endpoint.model, raw=content,
-                           details={**details, "failure_class": FailureClass.judge_unparseable.value})
-        success, reasoning = parsed
-        return Verdict(success=success, reason=reasoning, judge=self.name, model=self.endpoint.model,
-                       raw=content, details=details)
+        details = {"screenshots": [path.name for path in shots], "goal": goal}
+        for asked in range(self.reasks + 1):
+            content = await self._complete(request)
+            try:
+                success, reasoning = parse_verdict(content)
+            except Unreadable as exc:
+                why = str(exc)
+                request["messages"] = [*request["messages"], {"role": "assistant", "content": content or ""},
+                                       _reask(why)]
+                continue
+            return Verdict(success=success, reason=reasoning, judge=self.name, model=self.endpoint.model,
+                           raw=content, details={**details, "asked": asked + 1})
+        raise JudgeError(f"judge {self.endpoint.model}: no readable verdict after {self.reasks + 1} replies: {why}; "
+                         f"last reply: {(content or '')[:200]!r}", kind="unparseable")
 
     async def _complete(self, request: dict[str, Any]) -> str | None:
         import openai
@@ -150,19 +198,24 @@ class ModelJudge:
         try:
             response = await self._client.chat.completions.create(**request)
         except openai.APITimeoutError:
-            raise JudgeError(f"{where}: timed out after {self.endpoint.timeout_s:g} s") from None
+            raise JudgeError(f"{where}: timed out after {self.endpoint.timeout_s:g} s", kind="timeout") from None
         except openai.APIConnectionError as exc:
-            raise JudgeError(f"{where}: unreachable ({self.endpoint.redact(str(exc))})") from None
+            raise JudgeError(f"{where}: unreachable ({self.endpoint.redact(str(exc))})", kind="transport") from None
         except openai.AuthenticationError:
-            raise JudgeError(f"{where}: authentication failed (HTTP 401)") from None
+            raise JudgeError(f"{where}: authentication failed (HTTP 401)", kind="auth") from None
         except openai.APIStatusError as exc:
-            raise JudgeError(f"{where}: HTTP {exc.status_code}: {self.endpoint.redact(_first_line(exc))}") from None
+            raise JudgeError(f"{where}: HTTP {exc.status_code}: {self.endpoint.redact(_first_line(exc))}",
+                             kind="http") from None
         except (openai.APIResponseValidationError, ValueError) as exc:
-            raise JudgeError(f"{where}: the response is not a chat completion ({_first_line(exc)})") from None
+            raise JudgeError(f"{where}: the response is not a chat completion ({_first_line(exc)})",
+                             kind="schema") from None
         choices = getattr(response, "choices", None)
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise JudgeError(f"{where}: the response is not a chat completion (no message in it)")
-        return choices[0].message.content
+        message = getattr(choices[0], "message", None) if choices else None
+        if message is None:
+            raise JudgeError(f"{where}: the response is not a chat completion (no message in it)", kind="schema")
+        if getattr(message, "refusal", None):
+            raise JudgeError(f"{where}: the judge refused: {str(message.refusal)[:200]}", kind="unparseable")
+        return message.content
 
     async def close(self) -> None:
         if self._client is not None:

@@ -10,6 +10,7 @@ from webeval.outcomes.reconcile import Summary
 GATE_PASSED = 0
 GATE_SCORE = 10  # below --gate-min-score, or below the baseline by more than the tolerance
 GATE_INCOMPLETE = 11  # the run has holes and --allow-incomplete was not given
+SELECTED_INCOMPLETE = 12  # a task this session ran did not complete (masked or not run), without --allow-incomplete
 
 
 @dataclass(frozen=True)
@@ -25,14 +26,22 @@ class Gate:
 
 
 def decide(gate: Gate, summary: Summary) -> tuple[int, str]:
-    """(exit status, one line saying why)."""
+    """(exit status, one line saying why). With --allow-incomplete the gate reads the score's lower bound."""
     if not summary.complete and not gate.allow_incomplete:
         holes = summary.n - summary.passed - summary.failed
         return GATE_INCOMPLETE, (f"gate failed: the run is incomplete ({holes} of {summary.n} tasks without a valid "
                                  "result); resume it, or pass --allow-incomplete")
-    if gate.min_score is not None and summary.score < gate.min_score:
-        return GATE_SCORE, f"gate failed: score {summary.score:.4f} is below the minimum {gate.min_score:.4f}"
-    if gate.baseline_score is not None and summary.score < gate.baseline_score - gate.tolerance:
-        return GATE_SCORE, (f"gate failed: score {summary.score:.4f} is below the baseline {gate.baseline_score:.4f} "
+    score = summary.score_low
+    if gate.min_score is not None and score < gate.min_score:
+        return GATE_SCORE, f"gate failed: score {score:.4f} is below the minimum {gate.min_score:.4f}"
+    if gate.baseline_score is not None and score < gate.baseline_score - gate.tolerance:
+        return GATE_SCORE, (f"gate failed: score {score:.4f} is below the baseline {gate.baseline_score:.4f} "
                             f"by more than {gate.tolerance:.4f}")
-    return GATE_PASSED, f"gate passed: score {summary.score:.4f}"
+    return GATE_PASSED, f"gate passed: score {score:.4f}"
+
+
+def selected_incomplete(unfinished: dict[str, int], selected: int) -> str:
+    """The one line of a session that exits 12: which of its tasks did not complete, and what to do."""
+    what = ", ".join(f"{count} {key}" for key, count in sorted(unfinished.items()))
+    return (f"webeval: exit {SELECTED_INCOMPLETE}: {sum(unfinished.values())} of {selected} selected tasks did not "
+            f"complete ({what}); run them again with --resume DIR, or pass --allow-incomplete")

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.sessions import summary_versions
 from webeval.tasks import Population
 
 
@@ -32,28 +33,35 @@ class Summary(BaseModel):
     missing: list[str]
     duplicates: list[str]
     unexpected: list[str]
-    score: float
+    score: float  # the lower bound: passed / N, every masked or missing task counted as not passed
+    score_low: float = 0.0  # passed / N
+    score_high: float = 1.0  # (N - failed) / N: every masked or missing task counted as passed
     score_completed: float | None
     per_site: dict[str, SiteRate]
     failure_classes: dict[str, int]
     complete: bool
     final: dict[str, str]  # task id -> its final outcome ("missing" when it has none)
     usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
+    conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
 
+    @property
+    def masked_total(self) -> int:
+        return sum(self.masked.values())
 
-def site_of(task_id: str) -> str:
-    return task_id.split("--", 1)[0]
-
-
-def _mask_key(record: AttemptRecord) -> str:
-    return f"{record.outcome.value}[{record.kind}]" if record.kind else record.outcome.value
+    def headline(self) -> str:
+        """One number for a complete run; for an incomplete one, the interval its holes leave open."""
+        if self.complete:
+            return f"score {self.passed}/{self.n} = {self.score:.1%}"
+        return (f"incomplete: score between {self.score_low:.1%} and {self.score_high:.1%} "
+                f"({self.masked_total} masked, {len(self.missing)} missing)")
 
 
 def final_records(population: Population, records: list[AttemptRecord]) -> tuple[dict[str, AttemptRecord], list[str]]:
     """Each id's final record (its valid one, else its latest masked one) and the ids with two valid records.
 
-    Records are in append order. A re-judge record (extra.rejudge) supersedes the verdict before it; otherwise
-    valid records of one id from two sessions (runs, shards) are a duplicate, reported and never silently chosen.
+    Records are in append order. A re-judge record (extra.rejudge) supersedes the verdict before it, and so does a
+    failed task's deliberate re-run (extra.rerun: `--resume DIR --lf`); otherwise valid records of one id from two
+    sessions (runs, shards) are a duplicate, reported and never silently chosen.
     """
     expected = set(population.ids)
     final: dict[str, AttemptRecord] = {}
@@ -63,7 +71,7 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
             continue
         current = final.get(record.task_id)
         if record.outcome.valid:
-            if not record.extra.get("rejudge"):
+            if not (record.extra.get("rejudge") or record.extra.get("rerun")):
                 valid_runs[record.task_id].add(f"{record.run_id}/{record.session}")
             final[record.task_id] = record
         elif current is None or not current.outcome.valid:
@@ -72,7 +80,8 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
     return final, duplicates
 
 
-def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
+def reconcile(population: Population, records: list[AttemptRecord],
+              conventions: dict[str, str] | None = None) -> Summary:
     final, duplicates = final_records(population, records)
     unexpected = sorted({r.task_id for r in records} - set(population.ids))
     masked: Counter[str] = Counter()
@@ -81,9 +90,9 @@ def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
     missing: list[str] = []
     passed = failed = 0
     for task_id in population.ids:
-        site = per_site[site_of(task_id)]
-        site.n += 1
         record = final.get(task_id)
+        site = per_site[population.site(task_id) or (record.site if record else "") or "-"]
+        site.n += 1
         if record is None:
             missing.append(task_id)
             site.missing += 1
@@ -96,7 +105,7 @@ def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
             if record.failure_class:
                 classes[record.failure_class.value] += 1
         else:
-            masked[_mask_key(record)] += 1
+            masked[record.masked_key] += 1
             site.masked += 1
     for site in per_site.values():
         site.score = site.passed / site.n if site.n else 0.0
@@ -116,29 +125,35 @@ def reconcile(population: Population, records: list[AttemptRecord]) -> Summary:
         duplicates=duplicates,
         unexpected=unexpected,
         score=passed / n if n else 0.0,
+        score_low=passed / n if n else 0.0,
+        score_high=(n - failed) / n if n else 0.0,
         score_completed=passed / completed if completed else None,
         per_site=dict(sorted(per_site.items())),
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
         final={tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids},
         usage={key: round(value, 3) for key, value in sorted(usage.items())},
+        conventions=conventions or {},
     )
 
 
 def summary_lines(summary: Summary) -> list[str]:
     """The summary as terminal lines: the figures first, then one row per site."""
-    masked = sum(summary.masked.values())
+    masked = summary.masked_total
     state = "complete" if summary.complete else "INCOMPLETE"
     completed = summary.passed + summary.failed
     lines = [
         f"webeval: {summary.population} ({summary.sha256[:12]}): {state}, {completed} of {summary.n} completed",
-        f"  score {summary.passed}/{summary.n} = {summary.score:.1%}"
+        f"  {summary.headline()}"
         + (f"  (over completed: {summary.score_completed:.1%})" if summary.score_completed is not None else ""),
         f"  passed {summary.passed}  failed {summary.failed}  masked {masked}  missing {len(summary.missing)}"
         f"  duplicates {len(summary.duplicates)}  unexpected {len(summary.unexpected)}",
     ]
     if summary.masked:
         lines.append("  masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items()))
+    if summary.unexpected:
+        shown = ", ".join(summary.unexpected[:10]) + (" ..." if len(summary.unexpected) > 10 else "")
+        lines.append(f"  unexpected (records of tasks outside the population, not scored): {shown}")
     if summary.failure_classes:
         lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
     if any(summary.usage.values()):
@@ -158,6 +173,8 @@ def summary_markdown(summary: Summary) -> str:
         f"# {summary.population}: {'complete' if summary.complete else 'incomplete'}",
         "",
         f"sha256 `{summary.sha256}`",
+        "",
+        f"**{summary.headline()}**",
         "",
         "| N | passed | failed | masked | missing | duplicates | unexpected | score | score over completed |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -184,7 +201,8 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 
 def write_summary(run_dir: RunDir) -> Summary:
     """Reconcile a run directory and write its summary.json and summary.md."""
-    summary = reconcile(run_dir.population(), run_dir.records())
-    (run_dir.path / "summary.json").write_text(json.dumps(summary_json(summary), indent=2), encoding="utf-8")
+    summary = reconcile(run_dir.population(), run_dir.records(), run_dir.conventions())
+    data = {**summary_json(summary), **summary_versions(run_dir.path)}  # what the run's sessions ran with
+    (run_dir.path / "summary.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
     (run_dir.path / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary

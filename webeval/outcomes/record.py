@@ -34,6 +34,7 @@ class FailureClass(str, Enum):
     closed_last_tab = "closed_last_tab"
     judge_unparseable = "judge_unparseable"
     replay_diverged = "replay_diverged"
+    safety_check = "safety_check"  # a hosted computer-use model's pending safety check, not acknowledged
 
 
 class InfraError(Exception):
@@ -46,7 +47,24 @@ class InfraError(Exception):
 
 
 class JudgeError(Exception):
-    """The judge could not give a verdict (transport, timeout, authentication, HTTP or schema error)."""
+    """The judge could not give a verdict: the attempt is judge_failed, masked and re-judgeable from its evidence.
+
+    `kind` is one of transport, timeout, auth, http, schema, unparseable (no readable verdict after the re-asks,
+    an empty reply or a refusal), config (no judge is configured).
+    """
+
+    def __init__(self, message: str, kind: str = "transport") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class NotRun(Exception):
+    """A precondition failed before the first action (site unreachable, no display, a missing credential)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
 
 
 class AttemptRecord(BaseModel):
@@ -70,3 +88,8 @@ class AttemptRecord(BaseModel):
     path: str | None = None  # the attempt folder, relative to the run directory
     usage: dict[str, float] = Field(default_factory=dict)  # policy tokens, retries and seconds over the attempt
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def masked_key(self) -> str:
+        """How a masked record is counted in a summary: `infra_error[browser]`, `judge_failed[timeout]`, ..."""
+        return f"{self.outcome.value}[{self.kind}]" if self.kind else self.outcome.value

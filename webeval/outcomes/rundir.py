@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from datetime import datetime, timezone
@@ -14,6 +15,7 @@ from webeval.tasks import Population
 
 RESULTS = "results.jsonl"
 POPULATION = "population.json"
+CONVENTIONS = "conventions.json"
 
 
 class PopulationMismatch(ValueError):
@@ -81,6 +83,19 @@ class RunDir:
 
     def records(self) -> list[AttemptRecord]:
         return read_records(self.path / RESULTS)
+
+    def conventions(self) -> dict[str, str]:
+        """How this run counts what could not be judged (`judge_unparseable`: mask | fail), as its sessions said."""
+        try:
+            return json.loads((self.path / CONVENTIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def set_conventions(self, conventions: dict[str, str]) -> None:
+        merged = {**self.conventions(), **conventions}
+        aside = self.path / f".{CONVENTIONS}.{os.getpid()}"
+        aside.write_text(json.dumps(merged, indent=2), encoding="utf-8")
+        os.replace(aside, self.path / CONVENTIONS)
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from webeval.outcomes.rundir import RunDir
 import uuid
 
-from webeval.plugin import allure, episode, gate, options, policies, record, runtime, selection, suite, summary, webvoyager
+from webeval.outcomes.rundir import RunDir
+from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary, webvoyager
+from webeval.plugin import progress, redaction, versions
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
 
-_PARTS = (options, selection, gate, policies, runtime, episode, record, suite, summary, webvoyager, allure)
+_PARTS = (redaction, options, selection, rejudge, gate, policies, episode, outcome, suite, summary, webvoyager, allure,
+          progress, versions)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

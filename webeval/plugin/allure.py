@@ -25,19 +25,19 @@ from typing import Any
 import pytest
 
 from webeval.agent.episode import Episode
+from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
+from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK, VERDICT
-from webeval.plugin.record import failure_class, outcome_of, worker_id
+from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK
 from webeval.report.categories import allure_status, status_message
-from webeval.report.environment import environment, redact
+from webeval.report.environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.results import RESULTS_DIR, complete_results
 from webeval.report.steps import step_title
 from webeval.tasks import Task
 
-_OUTCOME = pytest.StashKey[tuple[Outcome, str | None, str]]()
 _POPULATION = pytest.StashKey[str]()
 _COMPLETED = pytest.StashKey[tuple[Path, int, int]]()  # results folder, placeholders, N
 LISTENER = "allure_listener"  # the name allure-pytest registers its listener under
@@ -92,9 +92,7 @@ def _population_name(config: pytest.Config) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if TASK in item.stash:
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            item.stash[_OUTCOME] = outcome_of(item, report)
-        elif report.when == "teardown":
+        if report.when == "teardown":
             # allure-pytest has set its labels and history id by now, and writes the result after this report.
             listener = item.config.pluginmanager.get_plugin(LISTENER)
             result = listener.allure_logger.get_test(None) if listener is not None else None
@@ -112,9 +110,10 @@ def decorate(item: pytest.Item, result: Any) -> None:
 
     task: Task = item.stash[TASK]
     population = _population_name(item.config)
-    episode = item.stash.get(EPISODE, None)
-    verdict = item.stash.get(VERDICT, None)
-    attempt, folder = item.stash.get(ATTEMPT, (0, None))
+    attempt = item.stash.get(ATTEMPT, None)
+    episode = attempt.episode if attempt is not None else None
+    verdict = attempt.verdict if attempt is not None else None
+    folder = episode.folder if episode is not None else None
     run_dir: RunDir = item.config.stash[RUN_DIR]
 
     result.name = task.id
@@ -130,23 +129,24 @@ def decorate(item: pytest.Item, result: Any) -> None:
               if label.name not in DEFAULT_SUITE_LABELS and not (label.name == "tag" and label.value in markers)]
     labels += [Label(name=name, value=value) for name, value in task_labels(population, task.site, task.id, task.tags)]
 
-    outcome, kind, reason = item.stash.get(_OUTCOME, (Outcome.harness_error, None, "no outcome was recorded"))
+    record = item.stash.get(RECORD, None)
+    outcome = record.outcome if record is not None else Outcome.harness_error
     labels.append(Label(name="outcome", value=outcome.value))
     if outcome is not Outcome.passed:
-        fclass = None
-        if outcome is Outcome.failed:
-            fclass = failure_class(task, episode, verdict.details if verdict else None).value
+        fclass = record.failure_class.value if record is not None and record.failure_class else None
+        if fclass:
             labels.append(Label(name="failure_class", value=fclass))
         details = result.statusDetails or StatusDetails()
-        details.message = status_message(outcome, reason, kind=kind, failure_class=fclass)
+        details.message = status_message(outcome, record.reason if record else "no outcome was recorded",
+                                         kind=record.kind if record else None, failure_class=fclass)
         result.statusDetails = details
     result.status = allure_status(outcome)
     result.labels = labels
 
     kept = [p for p in result.parameters if p.name != "task"]
     result.parameters = [Parameter(name="task", value=task.id), *kept,
-                         Parameter(name="worker", value=worker_id(), excluded=True),
-                         Parameter(name="attempt", value=str(attempt), excluded=True),
+                         Parameter(name="worker", value=record.worker if record else "main", excluded=True),
+                         Parameter(name="attempt", value=str(record.attempt if record else 0), excluded=True),
                          Parameter(name="run id", value=run_dir.run_id, excluded=True)]
     if episode is not None:
         _add_steps(result, episode)
@@ -241,8 +241,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from webeval.runtime.browser import find_chromium
 
     population = run_dir.population()
-    env = environment(population, run_dir.records(), policy=config.option.policy, model=_model_name(config),
-                      chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath))
+    records = run_dir.records()
+    from webeval.plugin import policies
+
+    env = environment(population, records, policy=config.option.policy, model=_model_name(config),
+                      chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath),
+                      recipe=policies.recipe())
+    env["score"] = reconcile(population, records).headline()  # an interval while the run is incomplete
     missing = complete_results(folder, run_dir, env)
     config.stash[_COMPLETED] = (folder, len(missing), population.size)
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from webeval.agent.environment import Prepared
-from webeval.plugin.keys import EPISODE
+from webeval.outcomes.record import NotRun
+from webeval.plugin.keys import ATTEMPT
 from webeval.policy.base import Policy
 from webeval.policy.openai import (
-    ADAPTERS, HttpTransport, Mark, OpenAIPolicy, PolicyAuthError, Profile, ProfileError, Recorder,
+    ADAPTERS, APIS, DUMP_FOLDER, HttpTransport, Mark, OpenAIPolicy, PolicyAuthError, Profile, ProfileError, Recorder,
     RecordingTransport, ReplayMissing, ReplayTransport, api_key_from, find_recording, load_profile, make_adapter,
     read_recording,
 )
@@ -30,15 +31,21 @@ STOPPED = pytest.StashKey[str]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("webeval")
-    group.addoption("--policy-profile", default=None, metavar="PATH",
-                    help="model profile (TOML or JSON): base URL, model, adapter, sampling, history, timeouts")
+    group.addoption("--policy-profile", default=None, metavar="NAME|PATH",
+                    help="model profile: a TOML or JSON file, or a name in policy-profiles.toml "
+                         "($WEBEVAL_POLICY_PROFILES): endpoint, API, adapter, image, sampling, history, recipe")
+    group.addoption("--policy-api", default=None, choices=APIS,
+                    help="chat (/chat/completions, the default) or responses (/responses) (overrides the profile)")
+    group.addoption("--dump-observation", action="store_true", default=False,
+                    help="write what the model received each step (image as sent, text) to <attempt>/model-input/")
     group.addoption("--policy-base-url", default=None, metavar="URL",
                     help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (overrides the profile)")
     group.addoption("--policy-model", default=None, help="the served model's name (overrides the profile)")
     group.addoption("--policy-api-key-env", default=None, metavar="NAME",
                     help="environment variable holding the API key (default OPENAI_API_KEY)")
     group.addoption("--policy-adapter", default=None, choices=ADAPTERS,
-                    help="how the model acts: tools (default), grid-1, grid-999, webvoyager (set-of-marks)")
+                    help="how the model acts: tools (default), grid-1, grid-999, webvoyager (set-of-marks), "
+                         "ui-tars, computer-use (Responses API)")
     group.addoption("--policy-screenshots", type=int, default=None, metavar="K",
                     help="screenshots kept in the prompt (default 3)")
     group.addoption("--policy-timeout", type=float, default=None, metavar="S",
@@ -56,6 +63,7 @@ class PolicyOptions:
     profile: Profile | None = None
     record: bool = False
     replay_from: Path | None = None
+    dump: bool = False
 
 
 # make_policy is handed the harness's settings, not the pytest config: the options of this process live here.
@@ -64,14 +72,18 @@ _OPTIONS = PolicyOptions()
 
 def _overrides(option) -> dict:
     return {"base_url": option.policy_base_url, "model": option.policy_model,
-            "api_key_env": option.policy_api_key_env, "adapter": option.policy_adapter,
+            "api_key_env": option.policy_api_key_env, "adapter": option.policy_adapter, "api": option.policy_api,
             "screenshots": option.policy_screenshots, "timeout_s": option.policy_timeout,
             "retries": option.policy_retries}
 
 
-def policy_options(option) -> PolicyOptions:
+def policy_options(option, root: Path | None = None) -> PolicyOptions:
     """The policy's options (pytest's parsed `config.option`), checked; a bad one is a UsageError with one line."""
     name = option.policy
+    dump = option.dump_observation
+    if dump and name not in ("openai", "replay"):
+        raise pytest.UsageError("--dump-observation writes what a model received: use it with --policy openai or "
+                                "replay")
     if option.record and name != "openai":
         raise pytest.UsageError("--record keeps a model's requests and replies: use it with --policy openai")
     if option.replay_from and name != "replay":
@@ -82,19 +94,25 @@ def policy_options(option) -> PolicyOptions:
         replay_from = Path(option.replay_from)
         if not replay_from.is_dir():
             raise pytest.UsageError(f"--replay-from {replay_from}: no such directory")
-        return PolicyOptions(replay_from=replay_from)
+        return PolicyOptions(replay_from=replay_from, dump=dump)
     if name != "openai":
         return PolicyOptions()
     try:
-        profile = load_profile(Path(option.policy_profile) if option.policy_profile else None, _overrides(option))
+        profile = load_profile(option.policy_profile, _overrides(option), root)
     except ProfileError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return PolicyOptions(profile=profile, record=option.record)
+    return PolicyOptions(profile=profile, record=option.record, dump=dump)
 
 
 def model_name() -> str | None:
     """The model this process's policy calls, as its profile resolved it."""
     return _OPTIONS.profile.model if _OPTIONS.profile is not None else None
+
+
+def recipe() -> dict[str, str]:
+    """The serving recipe of this process's model profile (none: empty), for the run's environment."""
+    profile = _OPTIONS.profile
+    return profile.recipe.values() if profile is not None and profile.recipe is not None else {}
 
 
 def describe(name: str | None) -> str:
@@ -105,8 +123,10 @@ def describe(name: str | None) -> str:
     profile = _OPTIONS.profile
     if name == "openai" and profile is not None:
         record = ", recording" if _OPTIONS.record else ""
-        return (f"policy: openai -- model {profile.model} at {profile.base_url}, adapter {profile.adapter}, "
-                f"{profile.screenshots} screenshots in the prompt{record}")
+        served = f"\nserving recipe: {profile.recipe.describe()}" if profile.recipe is not None else ""
+        return (f"policy: openai -- model {profile.model} at {profile.base_url}, api {profile.api}, adapter "
+                f"{profile.adapter}, image {profile.image.describe()}, {profile.screenshots} screenshots in the "
+                f"prompt{record}{served}")
     if name == "replay" and _OPTIONS.replay_from is not None:
         return f"policy: replay -- recorded model replies from {_OPTIONS.replay_from}, offline"
     return f"policy: {name}"
@@ -127,7 +147,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if config.option.help or config.option.policy is None:
         return
     check_policy(config.option.policy)
-    _OPTIONS = policy_options(config.option)
+    _OPTIONS = policy_options(config.option, Path(config.rootpath))
     if _OPTIONS.profile is not None and not hasattr(config, "workerinput") and not config.option.collectonly:
         try:
             preflight(_OPTIONS.profile, os.environ)
@@ -169,7 +189,11 @@ def _live_policy(profile: Profile, screen: tuple[int, int], session: TaskSession
         live = HttpTransport(profile, key)
         return RecordingTransport(live, recorder) if recorder is not None else live
 
-    return OpenAIPolicy(profile, make_adapter(profile, screen, _marks(session)), transport)
+    return OpenAIPolicy(profile, make_adapter(profile, screen, _marks(session)), transport, dump=_dump(session))
+
+
+def _dump(session: TaskSession) -> Path | None:
+    return session.folder / DUMP_FOLDER if _OPTIONS.dump else None
 
 
 def _replay_policy(replay_from: Path, screen: tuple[int, int], session: TaskSession, prepared: Prepared) -> Policy:
@@ -177,14 +201,14 @@ def _replay_policy(replay_from: Path, screen: tuple[int, int], session: TaskSess
         path = find_recording(replay_from, prepared.task.id)
         header, _ = read_recording(path)
     except ReplayMissing as exc:
-        pytest.skip(f"precondition[replay_missing]: {exc}")
+        raise NotRun("replay_missing", str(exc)) from None
     recorded_screen = tuple(header.get("screen") or ())
     if recorded_screen != tuple(screen):
-        pytest.skip(f"precondition[replay_screen]: recorded at {recorded_screen[0]}x{recorded_screen[1]}, this run's "
-                    f"screen is {screen[0]}x{screen[1]}")
+        raise NotRun("replay_screen", f"recorded at {recorded_screen[0]}x{recorded_screen[1]}, this run's "
+                                      f"screen is {screen[0]}x{screen[1]}")
     profile = Profile.model_validate(header["profile"])
     return OpenAIPolicy(profile, make_adapter(profile, screen, _marks(session)),
-                        lambda: ReplayTransport(path, prepared.task.start_url), name="replay")
+                        lambda: ReplayTransport(path, prepared.task.start_url), name="replay", dump=_dump(session))
 
 
 # -- a refused API key mid-run stops the session (the task itself is masked as infra[policy_auth]) -----------------
@@ -202,7 +226,8 @@ def _stop(item: pytest.Item, message: str) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    episode = item.stash.get(EPISODE, None)
+    attempt = item.stash.get(ATTEMPT, None)
+    episode = attempt.episode if attempt is not None else None
     if report.when == "call" and episode is not None and isinstance(episode.infra, PolicyAuthError):
         _stop(item, episode.infra.message)  # the client's messages never carry the key
     return report

@@ -1,4 +1,5 @@
-"""Which tasks this session runs: `--resume DIR` skips tasks with a valid result, `--shard K/N` takes a share.
+"""Which tasks this session runs: `--resume DIR` skips tasks with a valid result (but with `--lf` or `--ff` runs
+failures again: webeval.plugin.rerun), `--shard K/N` takes a share.
 
 Neither changes the denominator: what is not run here is reported as not run. Both decide on the controller and
 the decision reaches every xdist worker unchanged, so all workers collect the same tests.
@@ -13,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from webeval.outcomes.rundir import POPULATION, RunDir
+from webeval.plugin import rerun
+from webeval.plugin.keys import RUN_DIR
 
 DONE = pytest.StashKey[frozenset[str]]()
+RERUN = pytest.StashKey[tuple[frozenset[str], frozenset[str]]]()  # DIR's failed tasks, the cache's failed node ids
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
@@ -60,18 +64,35 @@ def pytest_configure(config: pytest.Config) -> None:
     worker_input = getattr(config, "workerinput", None)
     if worker_input is not None and "webeval_done" in worker_input:
         config.stash[DONE] = frozenset(worker_input["webeval_done"])
+        config.stash[RERUN] = tuple(frozenset(ids) for ids in worker_input["webeval_rerun"])
         return
     path = resume_dir(config)
     config.stash[DONE] = completed_ids(path) if path else frozenset()
+    again = path is not None and rerun.requested(config)
+    config.stash[RERUN] = (rerun.failed_ids(path), rerun.last_failed(config)) if again else (frozenset(), frozenset())
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     node.workerinput["webeval_done"] = sorted(node.config.stash[DONE])
+    node.workerinput["webeval_rerun"] = [sorted(ids) for ids in node.config.stash[RERUN]]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    failed, _ = config.stash.get(RERUN, (frozenset(), frozenset()))
+    if not rerun.requested(config):
+        return None
+    return (f"resume with --lf/--ff: of the {len(failed)} failed tasks in {config.option.resume}, those pytest's "
+            "cache lists as failed run again; their new results replace the failures")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     done = config.stash.get(DONE, frozenset())
+    failed, last_failed = config.stash.get(RERUN, (frozenset(), frozenset()))
+    again = rerun.rerun_ids(items, failed, last_failed) if failed else frozenset()
+    if again:
+        done -= again
+        config.stash[RUN_DIR] = rerun.RerunDir(config.stash[RUN_DIR].path, again)
     shard = shard_of(config.option.shard)
     if not done and shard is None:
         return

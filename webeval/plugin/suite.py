@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
-from webeval.plugin.keys import TASK
-from webeval.plugin.keys import RUN_DIR
+from webeval.plugin.keys import RUN_DIR, TASK
 from webeval.tasks import Population, Task
+
+MISMATCH = pytest.StashKey[str]()
 
 
 def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[Task]) -> None:
@@ -19,11 +20,20 @@ def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[T
         try:
             run_dir.create(population)
         except PopulationMismatch as exc:
-            raise pytest.UsageError(str(exc)) from None
+            # Not this session's run directory: nothing is written into it, and the session stops with one line.
+            # A UsageError raised here would show as a broken test module, with a traceback: it is raised once
+            # collection is over; an xdist worker (whose collection errors its controller reports) says it here.
+            del metafunc.config.stash[RUN_DIR]
+            if hasattr(metafunc.config, "workerinput"):
+                raise pytest.Collector.CollectError(str(exc)) from None
+            metafunc.config.stash[MISMATCH] = str(exc)
     metafunc.parametrize("task", tasks, ids=[task.id for task in tasks])
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if MISMATCH in config.stash:
+        raise pytest.UsageError(config.stash[MISMATCH])
     for item in items:
         task = getattr(item, "callspec", None) and item.callspec.params.get("task")
         if isinstance(task, Task):

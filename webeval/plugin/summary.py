@@ -1,15 +1,47 @@
-"""At the end of a session, once (on the xdist controller): reconcile the run directory and report it."""
+"""At the end of a session, once (on the xdist controller): reconcile the run directory, report it, and decide the
+exit status: 12 when a task this session selected did not complete, else the gate's status, else pytest's own."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
+from webeval.outcomes.gate import SELECTED_INCOMPLETE, selected_incomplete
 from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
 from webeval.outcomes.rundir import POPULATION
 from webeval.plugin import gate
 from webeval.plugin.keys import RUN_DIR
+from webeval.plugin.outcome import outcome_of
 
 SUMMARY = pytest.StashKey[Summary]()
+EXIT_LINE = pytest.StashKey[str]()
+
+
+class SelectedTasks:
+    """The outcomes of the tasks this session ran, as their reports reach the controller."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = outcome_of(report)
+        if found is not None:
+            outcome, kind = found
+            self.outcomes[outcome.value if outcome.valid or not kind else f"{outcome.value}[{kind}]"] += 1
+
+    def unfinished(self) -> dict[str, int]:
+        return {key: count for key, count in self.outcomes.items() if key not in ("passed", "failed")}
+
+
+SELECTED = pytest.StashKey[SelectedTasks]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        config.stash[SELECTED] = selected = SelectedTasks()
+        config.pluginmanager.register(selected, "webeval-selected-tasks")
 
 
 @pytest.hookimpl(trylast=True)
@@ -18,9 +50,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
     run_dir = config.stash.get(RUN_DIR, None)
-    if run_dir is not None and (run_dir.path / POPULATION).exists():
-        config.stash[SUMMARY] = summary = write_summary(run_dir)
-        gate.apply(session, summary)
+    if run_dir is None or not (run_dir.path / POPULATION).exists():
+        return
+    run_dir.set_conventions({"judge_unparseable": config.option.judge_unparseable})
+    config.stash[SUMMARY] = summary = write_summary(run_dir)
+    if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
+    selected = config.stash[SELECTED]
+    if selected.unfinished() and not config.option.allow_incomplete:
+        config.stash[EXIT_LINE] = selected_incomplete(selected.unfinished(), sum(selected.outcomes.values()))
+        session.exitstatus = SELECTED_INCOMPLETE
+        return
+    gate.apply(session, summary)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -32,6 +73,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in summary_lines(summary):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
-    line = config.stash.get(gate.VERDICT_LINE, None)
-    if line:
-        terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)
+    for key in (gate.VERDICT_LINE, EXIT_LINE):
+        line = config.stash.get(key, None)
+        if line:
+            terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)

@@ -15,14 +15,14 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from webeval.agent.live import LiveSites, blocked_steps
+from webeval.agent.live import LiveSites
 from webeval.judges.config import Judging, JudgeConfigError, check_endpoint
-from webeval.judges.rejudge import Rejudged, rejudge
-from webeval.outcomes.record import JudgeError, Outcome
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin import suite
-from webeval.plugin.keys import ATTEMPT, EPISODE, RUN_DIR, TASK
+from webeval.plugin.keys import RUN_DIR, TASK
 from webeval.plugin.policies import STOP_EXIT_CODE
 from webeval.plugin.webvoyager_setup import DATA_DIR_ENV, RUN_CONFIG, Setup, build
 from webeval.runtime.sites import unreachable
@@ -30,7 +30,6 @@ from webeval.tasks import Task
 from webeval.tasks.webvoyager import POPULATIONS
 
 SETUP = pytest.StashKey[Setup]()
-REJUDGED = pytest.StashKey[list[Rejudged]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,22 +51,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--judge-base-url", default=None, help="the judge's OpenAI-compatible endpoint")
     add("--judge-model", default=None, help="the judge's (multimodal) model")
     add("--judge-api-key-env", default=None, metavar="ENV", help="the environment variable holding the judge's key")
-    add("--judge-profile", default=None, help="a named judge (built-in, or in judge-profiles.toml)")
+    add("--judge-profile", default=None,
+        help="a judge profile: a name (built-in, or in judge-profiles.toml) or a .toml / .json path")
     add("--judge-timeout", type=float, default=120.0, help="seconds one judge call may take (default 120)")
     add("--judge-retries", type=int, default=2, help="retries of a failed judge call (default 2)")
     add("--judge-temperature", default="0", help="the judge's sampling temperature, or 'none' to send none")
     add("--judge-screenshots", type=int, default=None, metavar="K", help="the judge sees the last K screenshots")
-    add("--judge-concurrency", type=int, default=8, help="judge calls at once when re-judging (default 8)")
-    add("--rejudge", default=None, metavar="DIR", help="judge a finished run's evidence again; no browser starts")
-    add("--judge-failed-only", action="store_true", help="with --rejudge: only the tasks whose judge failed")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config.option, "rejudge", None) and not hasattr(config, "workerinput"):
-        # Re-judging is judge calls in this process, run in parallel: no workers, no displays, no browsers.
-        config.option.run_dir = config.option.rejudge
-        config.option.dist, config.option.tx, config.option.numprocesses = "no", [], 0
+    add("--judge-concurrency", type=int, default=8, help="judge calls at once in `webeval reverify` (default 8)")
 
 
 def configure(config: pytest.Config) -> Setup:
@@ -169,11 +159,6 @@ def webvoyager_environment(webvoyager_setup: Setup) -> LiveSites:
     return webvoyager_setup.environment
 
 
-def _blocked(item: pytest.Item, budget: int) -> str | None:
-    episode = item.stash.get(EPISODE, None)
-    return blocked_steps(episode.steps, budget) if episode is not None else None
-
-
 @pytest.fixture(scope="session")
 async def webvoyager_judging(webvoyager_setup: Setup):
     config = webvoyager_setup.judge
@@ -184,17 +169,14 @@ async def webvoyager_judging(webvoyager_setup: Setup):
 
 
 @pytest.fixture
-def webvoyager_judge(request: pytest.FixtureRequest, webvoyager_setup: Setup, webvoyager_judging):
-    """The suite's judge over the evidence; a task blocked by a bot wall is infrastructure, not judged."""
+def webvoyager_judge(webvoyager_setup: Setup, webvoyager_judging):
+    """The suite's judge over the evidence (a task blocked by a bot wall never reaches it: see LiveSites)."""
 
-    async def judge(task: Task, evidence: dict[str, Any]) -> Verdict:
-        blocked = _blocked(request.node, webvoyager_setup.block_budget)
-        if blocked:
-            pytest.xfail(f"infra[site_blocked]: {blocked}")
+    async def judge(task: Task, evidence: Evidence) -> Verdict:
         if webvoyager_judging is None:
-            raise JudgeError("no judge is configured (--judge-base-url and --judge-model, or --judge-profile)")
-        _, folder = request.node.stash[ATTEMPT]
-        return await webvoyager_judging.judge(task, evidence, folder)
+            raise JudgeError("no judge is configured (--judge-base-url and --judge-model, or --judge-profile)",
+                             kind="config")
+        return await webvoyager_judging.judge(task, evidence)
 
     return judge
 
@@ -204,56 +186,10 @@ def webvoyager_run(request: pytest.FixtureRequest, webvoyager_setup: Setup,
                    webvoyager_site_checks: SiteChecks) -> Callable[[Task], Awaitable[Verdict]]:
     """`verdict = await webvoyager_run(task)`: the site checked first, so an unreachable site starts no browser."""
     task: Task = request.node.stash[TASK]
-    problem = webvoyager_site_checks.problem(task)
-    if problem:
-        pytest.skip(f"precondition[site_unreachable]: {problem}")
-    if request.config.option.policy is None:
-        pytest.exit("no policy: pass --policy (a model behind an OpenAI-compatible API)", returncode=4)
-    run_task = request.getfixturevalue("run_task")
-
-    async def run(task: Task) -> Verdict:
-        verdict = await run_task(task)
-        blocked = None if verdict.success else _blocked(request.node, webvoyager_setup.block_budget)
-        if blocked:
-            pytest.xfail(f"infra[site_blocked]: {blocked}")
-        return verdict
-
-    return run
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    config = session.config
-    setup = config.stash.get(SETUP, None)
-    if setup is None or setup.rejudge is None or config.option.collectonly:
-        return None
-    chosen = {item.stash[TASK].id: item.stash[TASK] for item in session.items if TASK in item.stash}
-    run_dir = RunDir(setup.rejudge)
-    try:
-        judging = Judging(setup.judge)
-    except JudgeConfigError as exc:
-        raise pytest.UsageError(f"--rejudge: {exc}") from None
-
-    async def go() -> list[Rejudged]:
-        try:
-            return await rejudge(run_dir, chosen, judging.judge, judge_name=setup.judge.describe(),
-                                 failed_only=setup.failed_only, concurrency=setup.concurrency, select=set(chosen))
-        finally:
-            await judging.close()
-
-    results = asyncio.run(go())
-    config.stash[REJUDGED] = results
-    session.testsfailed = sum(1 for r in results if r.after is not None and r.after.outcome is Outcome.failed)
-    return True
-
-
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    results = config.stash.get(REJUDGED, None)
-    if results is None:
-        return
-    terminalreporter.section("webeval rejudge")
-    judged = [r for r in results if r.after is not None]
-    terminalreporter.write_line(f"re-judged {len(judged)} of {len(results)} tasks; "
-                                f"{len(results) - len(judged)} kept as they were")
-    for result in results:
-        terminalreporter.write_line("  " + result.line())
+    if not request.config.option.rejudge:
+        problem = webvoyager_site_checks.problem(task)
+        if problem:
+            raise NotRun("site_unreachable", problem)
+        if request.config.option.policy is None:
+            pytest.exit("no policy: pass --policy (a model behind an OpenAI-compatible API)", returncode=4)
+    return request.getfixturevalue("run_task")

@@ -187,12 +187,10 @@ def build(config: pytest.Config) -> Setup:
     for name in ("judge_retries", "judge_screenshots"):
         if (getattr(option, name) or 0) < 0:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must not be negative")
-    if option.judge_failed_only and not rejudge:
-        raise pytest.UsageError("--judge-failed-only goes with --rejudge DIR")
     return Setup(
         source=source, today=today, population=population, tasks=tasks,
         judge=judge_config(option, stored, Path(config.rootpath)),
-        environment=LiveSites(site_map, site_proxies, origins), site_timeout_s=option.site_timeout,
+        environment=LiveSites(site_map, site_proxies, origins, option.block_budget), site_timeout_s=option.site_timeout,
         block_budget=option.block_budget, rejudge=rejudge, failed_only=option.judge_failed_only,
         concurrency=option.judge_concurrency, stored=stored,
     )

@@ -28,7 +28,7 @@ class Box:
 
 Locate = Callable[[str], Awaitable[Box | None]]
 MAX_SCROLLS = 40
-MAX_WAITS = 5  # seconds a target may take to appear (a slow page under load) before the solution is wrong
+MAX_WAITS = 15  # seconds a target may take to appear (a slow page under load) before the solution is wrong
 
 
 class OracleError(RuntimeError):

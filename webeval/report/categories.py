@@ -36,7 +36,7 @@ CATEGORIES: list[dict[str, Any]] = [
     {"name": "Time budget", "matchedStatuses": ["failed"],
      "messageRegex": "^time_budget" + _REST},
     {"name": "Other agent failure", "matchedStatuses": ["failed"],
-     "messageRegex": "^(closed_last_tab|judge_unparseable|replay_diverged)" + _REST},
+     "messageRegex": "^(closed_last_tab|judge_unparseable|replay_diverged|safety_check)" + _REST},
     {"name": "Harness error", "matchedStatuses": ["broken"],
      "messageRegex": "^harness_error" + _REST,
      "description": "A bug of the harness, not of the agent."},

@@ -8,55 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 
 from webeval.outcomes.record import AttemptRecord
+from webeval.outcomes.redact import redact
 from webeval.report.identity import report_name
+from webeval.report.versions import versions
 from webeval.tasks import Population
 
 ENVIRONMENT = "environment.properties"
 EXECUTOR = "executor.json"
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]+@")
-
-
-def redact(value: str) -> str:
-    return _USERINFO.sub(r"\1***@", value)
-
-
-def _run(command: list[str], cwd: Path | None = None) -> str | None:
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def git_commit(root: Path) -> str:
-    commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
-    if not commit:
-        return "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
-    return f"{commit} (with uncommitted changes)" if dirty else commit
-
-
-def chromium_version(executable: str | None) -> str:
-    if not executable:
-        return "Playwright's bundled Chromium"
-    return _run([executable, "--version"]) or f"unknown ({executable})"
-
-
-def playwright_version() -> str:
-    try:
-        return metadata.version("playwright")
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def judges_of(records: list[AttemptRecord]) -> str:
     """The judges that gave the run's verdicts, as `name (model)`, from the records."""
     seen: dict[str, None] = {}
@@ -68,7 +29,8 @@ def judges_of(records: list[AttemptRecord]) -> str:
 
 
 def environment(population: Population, records: list[AttemptRecord], *, policy: str | None, model: str | None,
-                chromium: str | None, root: Path) -> dict[str, str]:
+                chromium: str | None, root: Path, recipe: dict[str, str] | None = None) -> dict[str, str]:
+    """`recipe` is the model's serving recipe, from its profile (revision, chat template, parsers, image limits)."""
     return {
         "model": model or (policy if policy == "oracle" else "unknown"),
         "judge": judges_of(records),
@@ -76,10 +38,8 @@ def environment(population: Population, records: list[AttemptRecord], *, policy:
         "population.size": str(population.size),
         "population.sha256": population.sha256,
         "policy": policy or "unknown",
-        "chromium": chromium_version(chromium),
-        "playwright": playwright_version(),
-        "python": sys.version.split()[0],
-        "git.commit": git_commit(root),
+        **versions(chromium, root),
+        **{f"recipe.{name}": value for name, value in (recipe or {}).items()},
     }
 
 

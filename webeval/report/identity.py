@@ -36,10 +36,6 @@ def placeholder_file(population: str, task_id: str) -> str:
     return f"{placeholder_uuid(population, task_id)}-result.json"
 
 
-def site_of(task_id: str) -> str:
-    return task_id.split("--", 1)[0]
-
-
 def task_labels(population: str, site: str, task_id: str, tags: list[str] | tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """suite = benchmark, subSuite and feature = site, story = task id, one tag label per task tag."""
     labels = [("suite", population), ("subSuite", site), ("feature", site), ("story", task_id)]

@@ -20,8 +20,8 @@ from webeval.outcomes.record import AttemptRecord
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.categories import allure_status, status_message, write_categories
 from webeval.report.environment import read_environment, write_environment, write_executor
-from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, site_of,
-                                     task_labels, test_case_id)
+from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, task_labels,
+                                     test_case_id)
 from webeval.tasks import Population
 
 RESULTS_DIR = "allure-results"
@@ -73,7 +73,7 @@ def detach_fixtures(results_dir: Path, uuids: set[str]) -> None:
 def placeholder(population: Population, run_id: str, task_id: str, record: AttemptRecord | None,
                 started_ms: int | None = None) -> dict[str, Any]:
     """A result for a task without one; `started_ms` (the run's start) dates a task that never ran."""
-    site = record.site if record is not None and record.site else site_of(task_id)
+    site = (record.site if record is not None else "") or population.site(task_id) or "-"
     now = started_ms or int(time.time() * 1000)
     if record is None:
         # One message for all of them, so that the report groups them as one kind of problem.

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
 from playwright.async_api import Browser as PwBrowser
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
+from playwright.async_api._context_manager import PlaywrightContextManager
 
 from webeval.outcomes.record import InfraError
 from webeval.runtime.display import Display
-from webeval.runtime.session import TaskSession, responds
+from webeval.runtime.downloads import DEFAULT_MAX_BYTES
+from webeval.runtime.session import TaskSession, close_context, responds
 
 # Chromium keeps only the last --disable-features it is given, and ours comes after Playwright's: it repeats
 # Playwright's list (playwright-core's chromiumSwitches), so that HTTP stays HTTP, paint holding stays off and the
@@ -53,6 +57,41 @@ def _cache_dir() -> Path:
 
 # Height of the tab strip and toolbar above a new window's page (Chromium on X11 at 100% scale, measured here).
 TOOLBAR_H = 87
+# Bounds of the calls that have none of their own: a Chromium that was SIGKILLed can leave the driver waiting on it
+# forever (its helpers keep the pipe open). Opening a context takes 0.1-0.6 s here, closing one 0.05-0.3 s.
+DRIVER_START_S = 30.0
+CONTEXT_OPEN_S = 20.0
+BROWSER_CLOSE_S = 10.0
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/children") as f:
+                found += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def process_alive(pid: int | None) -> bool:
+    """True while the process runs (a zombie, dead but not yet reaped, is not alive)."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _kill(pid: int | None) -> None:
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class Browser:
@@ -60,6 +99,8 @@ class Browser:
         self.display = display
         self.executable = executable
         self.launched_s = 0.0
+        self.browser_pid: int | None = None
+        self._manager: PlaywrightContextManager | None = None
         self._pw: Playwright | None = None
         self._browser: PwBrowser | None = None
 
@@ -68,8 +109,21 @@ class Browser:
         if self._pw is None:
             # Node keeps the driver's compiled code between runs: a tenth less CPU for each worker's start.
             os.environ.setdefault("NODE_COMPILE_CACHE", str(_cache_dir() / "node-compile-cache"))
-            self._pw = await async_playwright().start()
+            self._manager = async_playwright()
+            try:
+                self._pw = await asyncio.wait_for(self._manager.start(), DRIVER_START_S)
+            except Exception as exc:  # the driver's own start raises a bare Exception when it dies on the way
+                _kill(self.driver_pid)
+                self._manager = None
+                raise InfraError("driver", f"Playwright's driver did not start: {exc!r}") from None
         return self
+
+    @property
+    def driver_pid(self) -> int | None:
+        """The Node process of Playwright's driver (None before it started)."""
+        client = getattr(self._manager, "_client", None)
+        proc = getattr(getattr(client, "_transport", None), "_proc", None)
+        return proc.pid if proc is not None else None
 
     async def launch(self) -> "Browser":
         began = time.monotonic()
@@ -86,38 +140,74 @@ class Browser:
             )
         except PlaywrightError as exc:
             raise InfraError("browser", f"Chromium failed to start: {str(exc).splitlines()[0]}") from None
+        self.browser_pid = self._find_browser_pid()
         self.launched_s = time.monotonic() - began
         return self
+
+    def _find_browser_pid(self) -> int | None:
+        """Chromium's browser process: the driver's child that is not one of its helpers (no --type=)."""
+        for pid in _children(self.driver_pid) if self.driver_pid else []:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if not any(arg.startswith(b"--type=") for arg in args) and b"--remote-debugging-pipe" in args:
+                return pid
+        return None
 
     @property
     def alive(self) -> bool:
         return self._browser is not None and self._browser.is_connected()
 
-    async def responds(self) -> bool:
-        return await responds(self._browser)
+    def dead_part(self) -> str | None:
+        """Which of driver and browser verifiably died ("driver", "browser"), without a round trip; else None."""
+        if self._pw is not None and not process_alive(self.driver_pid):
+            return "driver"
+        if self._browser is not None and (not self._browser.is_connected()
+                                          or (self.browser_pid is not None and not process_alive(self.browser_pid))):
+            return "browser"
+        return None
+
+    async def responds(self, timeout_s: float = 5.0) -> bool:
+        return await responds(self._browser, timeout_s)
 
     @property
     def version(self) -> str:
         return self._browser.version if self._browser else ""
 
-    async def new_session(self, folder: Path, settle_cap_s: float = 3.0,
-                          proxy: dict[str, str] | None = None) -> TaskSession:
+    async def new_session(self, folder: Path, settle_cap_s: float = 3.0, proxy: dict[str, str] | None = None,
+                          download_max_bytes: int = DEFAULT_MAX_BYTES) -> TaskSession:
         """A fresh context: no cookies, storage, history or tabs from any earlier task."""
         if not self.alive:
             raise InfraError("browser", "Chromium is not running")
+        context = None
         try:
-            context = await self._browser.new_context(no_viewport=True, accept_downloads=True, proxy=proxy)
-        except PlaywrightError as exc:
-            raise InfraError("browser", f"could not open a browser context: {str(exc).splitlines()[0]}") from None
-        return await TaskSession.open(context, self.display, folder, settle_cap_s)
+            async with asyncio.timeout(CONTEXT_OPEN_S):
+                context = await self._browser.new_context(no_viewport=True, accept_downloads=True, proxy=proxy)
+                return await TaskSession.open(context, self.display, folder, settle_cap_s, download_max_bytes)
+        except (PlaywrightError, TimeoutError) as exc:
+            if context is not None:
+                await close_context(context)
+            dead = self.dead_part()
+            if dead is None and not isinstance(exc, TimeoutError):
+                raise  # the browser is there and answered: an error of ours, not of the infrastructure
+            what = str(exc).splitlines()[0] if str(exc) else f"no answer within {CONTEXT_OPEN_S:g} s"
+            raise InfraError(dead or "browser_unresponsive", f"could not open a browser context: {what}") from None
 
     async def close(self) -> None:
+        """Close the browser and stop the driver; whatever does not answer in time is killed."""
         if self._browser is not None:
             try:
-                await self._browser.close()
-            except PlaywrightError:
+                await asyncio.wait_for(self._browser.close(), BROWSER_CLOSE_S)
+            except (PlaywrightError, asyncio.TimeoutError):
                 pass
+            _kill(self.browser_pid if process_alive(self.browser_pid) else None)
             self._browser = None
         if self._pw is not None:
-            await self._pw.stop()
+            try:
+                await asyncio.wait_for(self._pw.stop(), BROWSER_CLOSE_S)
+            except (PlaywrightError, asyncio.TimeoutError):
+                _kill(self.driver_pid)
             self._pw = None
+

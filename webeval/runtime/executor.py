@@ -6,8 +6,9 @@ from playwright.async_api import Error as PlaywrightError
 
 from webeval.actions import Action, Computer, Navigate, Tabs
 from webeval.runtime.aio import gather_or_cancel
+from webeval.runtime.guard import blocked, refused
 from webeval.runtime.input import VisibleInput, last_event
-from webeval.runtime.session import LastTabClosed, TaskSession
+from webeval.runtime.session import MAX_TABS, LastTabClosed, TaskSession
 
 
 async def execute(action: Action, session: TaskSession, device: VisibleInput, nav_timeout_s: float = 30.0) -> str:
@@ -22,6 +23,8 @@ async def execute(action: Action, session: TaskSession, device: VisibleInput, na
     if isinstance(action, Navigate):
         session.settler.forget()
         page = session.require_active()
+        if action.url is not None and blocked(action.url, session.guard.schemes):
+            return f"navigation failed: {refused(action.url)}"  # the action contract refuses these first
         try:
             if action.url is not None:
                 await page.goto(action.url, wait_until="commit", timeout=nav_timeout_s * 1000)
@@ -35,6 +38,10 @@ async def execute(action: Action, session: TaskSession, device: VisibleInput, na
             return f"navigation failed: {str(exc).splitlines()[0]}"
     if isinstance(action, Tabs):
         if action.action == "new":
+            if blocked(action.url, session.guard.schemes):
+                return f"no tab opened: {refused(action.url)}"
+            if len(session.pages) >= MAX_TABS:
+                return f"no tab opened: {MAX_TABS} tabs are open, the most there may be; close one first"
             page = await session.new_tab()
             try:
                 await page.goto(action.url, wait_until="commit", timeout=nav_timeout_s * 1000)

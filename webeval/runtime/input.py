@@ -10,12 +10,14 @@ import os
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 from webeval.actions import Computer
 from webeval.outcomes.record import InfraError
 from webeval.runtime.procs import spawn
 
 _DOUBLE_CLICK_PAUSE_S = 0.03
+INPUT_S = 30.0  # the longest action (typing a long text) takes a few seconds; an X server that takes this long is stuck
 _KEY_NAMES = {"return": "enter", "esc": "escape", "meta": "winleft", "super": "winleft", "cmd": "winleft"}
 
 
@@ -60,9 +62,10 @@ def last_event(action: Computer) -> tuple[str, int]:
 
 
 class VisibleInput:
-    def __init__(self, display_name: str, env: dict[str, str]) -> None:
+    def __init__(self, display_name: str, env: dict[str, str], alive: Callable[[], bool] = lambda: True) -> None:
         self.display_name = display_name
         self._env = env
+        self._alive = alive
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webeval-input")
         self._connection = None
 
@@ -71,8 +74,11 @@ class VisibleInput:
             await asyncio.sleep(action.seconds or 0)
             return
         try:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._perform, action)
-        except Exception as exc:  # X connection errors: the display is gone or broken
+            await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(self._thread, self._perform, action),
+                                   INPUT_S)
+        except Exception as exc:
+            if self._alive() and not isinstance(exc, (asyncio.TimeoutError, ConnectionError)):
+                raise  # the display is there: a bug of ours, never masked as infrastructure
             raise InfraError("display", f"input on {self.display_name} failed: {exc!r}") from None
 
     def close(self) -> None:
@@ -130,11 +136,16 @@ class VisibleInput:
             return
         # pyautogui.write drops characters it has no key for: non-ASCII text goes through the clipboard.
         proc = spawn(["xclip", "-selection", "clipboard", "-in"], env=self._env, stdin_pipe=True)
-        proc.communicate(text.encode("utf-8"))
+        try:
+            proc.communicate(text.encode("utf-8"), timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise ConnectionError("xclip did not take the text to paste within 5 s") from None
         # xclip serves the selection from a child it forks: paste only once the clipboard really holds the text.
         deadline = time.monotonic() + 5
         while clipboard(self._env) != text:
             if time.monotonic() > deadline:
-                raise RuntimeError("the clipboard did not take the text to paste")
+                raise ConnectionError("the clipboard did not take the text to paste within 5 s")
             time.sleep(0.01)
         gui.hotkey("ctrl", "v")

@@ -57,7 +57,9 @@ def _bgrx(display: Display) -> bytearray:
         raise InfraError("display", f"the X display {display.name} is gone")
     try:
         shot = _reader(display).grab({"left": 0, "top": 0, "width": display.width, "height": display.height})
-    except Exception as exc:  # mss reports X and shared-memory failures alike: the screen cannot be read
+    except Exception as exc:
+        if display.alive:
+            raise  # the X server runs: a failure to read it is ours to fix, not infrastructure
         raise InfraError("display", f"cannot read the screen of {display.name}: {exc}") from None
     return shot.raw
 
@@ -99,6 +101,12 @@ def screen_png(display: Display) -> bytes:
     return _png(view.tobytes("raw", "BGR"), *size)
 
 
+GRAB_S = 10.0  # a grab and its encoding take 5-20 ms; an X server that takes this long is stuck
+
+
 async def screenshot_png(display: Display) -> bytes:
     """Grab and encode off the event loop: both are CPU work that would stall every other coroutine."""
-    return await asyncio.to_thread(screen_png, display)
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(screen_png, display), GRAB_S)
+    except asyncio.TimeoutError:
+        raise InfraError("display", f"the screen of {display.name} could not be read within {GRAB_S:g} s") from None

@@ -53,6 +53,7 @@ QUIET_SCRIPT = """
   });
 })();
 """
+_STAYED = "() => { const s = window.__webevalQuiet; if (s) s.leaving = false; }"
 _PROBE = """(() => { const s = window.__webevalQuiet;
   return s ? [document.readyState, performance.now() - s.last, s.doc, s.seen, s.open, s.leaving, s.opened]
            : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
@@ -133,6 +134,10 @@ class Settler:
             except PlaywrightError:
                 return None
         return InputMark(doc, seen.get(event, 0), event, count, opened, self._tab_count())
+
+    async def stayed(self, page: Page) -> None:
+        """The document the page was leaving for turned out to be a download: the page stays, and can be quiet."""
+        await page.evaluate(_STAYED)
 
     def settled_title(self, page: Page) -> str | None:
         """The title the page had when it became quiet, if that is the last thing it did."""

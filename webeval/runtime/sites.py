@@ -1,7 +1,7 @@
 """Live websites: is a site reachable before its tasks start, the proxy a site is reached through, and pages that
 are a CAPTCHA or an anti-bot wall rather than the site.
 
-Proxy credentials come from the environment; `redact` takes them out of any text that leaves this module.
+Proxy credentials come from the environment, and are declared secrets as they are read (webeval.outcomes.redact).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
+
+from webeval.outcomes.redact import declare, redact
 
 _BLOCK_TITLES = re.compile(
     r"just a moment|attention required|are you a robot|robot check|verify you are (a )?human|captcha|"
@@ -60,6 +62,7 @@ class SiteProxy:
             if not secret or ":" not in secret:
                 raise ValueError(f"proxy credentials variable ${credentials_env} is not set to 'user:password'")
             username, password = secret.split(":", 1)
+            declare(secret, username, password)
         port = f":{parts.port}" if parts.port else ""
         return cls(f"{parts.scheme}://{parts.hostname}{port}", username, password, credentials_env)
 
@@ -83,13 +86,6 @@ class SiteProxy:
 
     def describe(self) -> str:
         return self.server + (f" (credentials from ${self.credentials_env})" if self.credentials_env else "")
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 def unreachable(url: str, timeout_s: float = 10.0, proxy: SiteProxy | None = None) -> str | None:
@@ -120,4 +116,4 @@ def unreachable(url: str, timeout_s: float = 10.0, proxy: SiteProxy | None = Non
         text = f"no answer within {timeout_s:g} s"
     except (ssl.SSLError, ConnectionError, OSError, ValueError) as exc:
         text = f"{type(exc).__name__}: {exc}"
-    return redact(f"{url} is unreachable: {text}", proxy.secrets() if proxy else [])
+    return redact(f"{url} is unreachable: {text}", *(proxy.secrets() if proxy else ()))

@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from webeval.tasks.model import Task
 
 
+MAX_TASK_FILE_BYTES = 32 << 20  # the largest population we know of is under 1 MB
+
+
 class TaskFileError(ValueError):
     """A task file that cannot be used; the message names the file and line."""
 
@@ -23,10 +26,14 @@ class Population(BaseModel):
     ids: tuple[str, ...]
     sha256: str
     sources: tuple[str, ...] = ()
+    sites: dict[str, str] = {}  # task id -> its site, so that nothing has to read a site out of an id
 
     @property
     def size(self) -> int:
         return len(self.ids)
+
+    def site(self, task_id: str) -> str:
+        return self.sites.get(task_id, "")
 
 
 def sha256_of(paths: Iterable[Path]) -> str:
@@ -51,9 +58,16 @@ def read_jsonl(
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     try:
+        size = path.stat().st_size
+        if size > MAX_TASK_FILE_BYTES:
+            raise TaskFileError(f"{path}: {size / (1 << 20):.0f} MB is more than a task file may be "
+                                f"({MAX_TASK_FILE_BYTES >> 20} MB): is it the task file? Split a larger population")
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read task file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise TaskFileError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -84,4 +98,5 @@ def population_of(name: str, tasks: list[Task], sources: list[Path]) -> Populati
         ids=tuple(task.id for task in tasks),
         sha256=sha256_of(sources),
         sources=tuple(str(p) for p in sources),
+        sites={task.id: task.site for task in tasks},
     )

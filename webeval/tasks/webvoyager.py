@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from webeval.tasks import dates
 from webeval.tasks.model import Task
-from webeval.tasks.population import Population, TaskFileError, read_jsonl, sha256_of
+from webeval.tasks.population import Population, TaskFileError, population_of, read_jsonl, sha256_of
 
 
 @dataclass(frozen=True)
@@ -216,8 +216,7 @@ def load_population(name: str, folder: Path, today: date) -> tuple[Population, l
         raise TaskFileError(f"{paths['tasks']}: {len(tasks)} tasks, but population {name!r} has {pin.size}")
     # The population is what defines its tasks (rows and templates); reference answers only serve a judge.
     sources = [paths[f.role] for f in pin.files if f.role != "references"]
-    population = Population(name=f"webvoyager-{name}", ids=tuple(t.id for t in tasks),
-                            sha256=sha256_of(sources), sources=tuple(str(p) for p in sources))
+    population = population_of(f"webvoyager-{name}", tasks, sources)
     return population, tasks
 
 
@@ -225,5 +224,4 @@ def load_file(path: Path, today: date) -> tuple[Population, list[Task]]:
     """A population of one's own: a task file in WebVoyager's format."""
     path = Path(path)
     tasks = read_tasks(path, today)
-    return Population(name=f"webvoyager-file-{path.stem}", ids=tuple(t.id for t in tasks),
-                      sha256=sha256_of([path]), sources=(str(path),)), tasks
+    return population_of(f"webvoyager-file-{path.stem}", tasks, [path]), tasks

@@ -1,15 +1,15 @@
-"""A model-neutral policy over OpenAI-compatible chat-completions APIs (vLLM, SGLang, hosted models)."""
+"""A model-neutral policy over OpenAI-compatible APIs, chat completions and Responses (vLLM, SGLang, hosted)."""
 
 from webeval.policy.openai.client import HttpTransport, PolicyAuthError, Transport, api_key_from
-from webeval.policy.openai.policy import OpenAIPolicy, make_adapter
-from webeval.policy.openai.profile import ADAPTERS, Profile, ProfileError, load_profile
+from webeval.policy.openai.policy import DUMP_FOLDER, OpenAIPolicy, make_adapter
+from webeval.policy.openai.profile import ADAPTERS, APIS, Profile, ProfileError, load_profile
 from webeval.policy.openai.record import (
     Recorder, RecordingTransport, ReplayMissing, ReplayTransport, find_recording, read_recording,
 )
 from webeval.policy.openai.webvoyager import Mark
 
 __all__ = [
-    "ADAPTERS", "HttpTransport", "Mark", "OpenAIPolicy", "PolicyAuthError", "Profile", "ProfileError", "Recorder",
-    "RecordingTransport", "ReplayMissing", "ReplayTransport", "Transport", "api_key_from", "find_recording",
-    "load_profile", "make_adapter", "read_recording",
+    "ADAPTERS", "APIS", "DUMP_FOLDER", "HttpTransport", "Mark", "OpenAIPolicy", "PolicyAuthError", "Profile",
+    "ProfileError", "Recorder", "RecordingTransport", "ReplayMissing", "ReplayTransport", "Transport", "api_key_from",
+    "find_recording", "load_profile", "make_adapter", "read_recording",
 ]

@@ -2,8 +2,10 @@
 
 `tools` (the default) hands the contract to the model as function tools, pixels of the screenshot. `grid-1` and
 `grid-999` are the same tools with coordinates on a normalized grid (fractions 0..1, or integers 0..999), mapped to
-pixels here. Nothing is repaired: a coordinate off the grid, or of the wrong type, is an invalid reply whose message
-goes back to the model; everything else is passed on exactly as received, for the action contract to validate.
+pixels here. When the model sees a resized image, or is told its coordinates are on a virtual grid (the profile's
+`coordinate_space`), `tools` maps its points back to screen pixels through the frame. Nothing is repaired: a
+coordinate off the grid or the image, or of the wrong type, is an invalid reply whose message goes back to the model;
+everything else is passed on exactly as received, for the action contract to validate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Protocol
 from webeval.actions import Observation, tool_schemas
 from webeval.outcomes.record import FailureClass
 from webeval.policy.base import ToolCall
+from webeval.policy.openai.image import Frame
 
 
 @dataclass
@@ -34,6 +37,7 @@ class View:
 
 class Adapter(Protocol):
     name: str
+    screen: tuple[int, int]
 
     def instructions(self) -> str: ...
 
@@ -85,7 +89,17 @@ def assistant_message(message: dict[str, Any], step: int) -> dict[str, Any]:
                              for i, c in enumerate(calls)]
     elif out["content"] is None:
         out["content"] = ""
+    for name in REASONING_FIELDS:  # kept as received; the conversation decides whether it is shown again
+        if isinstance(message.get(name), str) and message[name]:
+            out[name] = message[name]
     return out
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # vLLM and SGLang's names for the reasoning parser's output
+
+
+def reasoning_of(message: dict[str, Any]) -> str:
+    return "\n".join(message[name] for name in REASONING_FIELDS if isinstance(message.get(name), str))
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -119,21 +133,41 @@ answer; if it cannot be done, call `terminate` with status "failure". Prefer one
 after each one."""
 
 
+_POINT_FIELDS = (("x", 0), ("y", 1), ("to_x", 0), ("to_y", 1))
+
+
+def screen_point(frame: Frame, x: Any, y: Any, tool: str = "computer") -> tuple[int, int] | str:
+    """A point of the model's coordinate space as a screen pixel, or why it is not one (never clamped)."""
+    across, down = frame.space
+    where = f"{across}x{down} screenshot" if frame.space == frame.image else f"{across}x{down} grid"
+    for name, value in (("x", x), ("y", y)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{tool}: {name} must be an integer pixel of the {where}, not {json.dumps(value)}"
+    if not (0 <= x < across and 0 <= y < down):
+        return f"{tool}: point ({x}, {y}) is outside the {where}"
+    return frame.to_screen(x, y)
+
+
 class ToolsAdapter:
     name = "tools"
 
-    def __init__(self, screen: tuple[int, int], instructions: str | None = None) -> None:
+    def __init__(self, screen: tuple[int, int], instructions: str | None = None, frame: Frame | None = None) -> None:
         self.screen = screen
+        self.frame = frame or Frame(screen, screen, screen)
         self._instructions = instructions
         self._tools: list[dict[str, Any]] | None = None
 
     def coordinates(self) -> str:
+        if self.frame.space != self.frame.image:
+            across, down = self.frame.space
+            return (f"x, y as integers on a {across}x{down} grid over the screenshot, (0, 0) top-left, "
+                    f"({across - 1}, {down - 1}) bottom-right")
         return "x, y in pixels of the last screenshot, from the top-left corner"
 
     def instructions(self) -> str:
         if self._instructions:
             return self._instructions
-        width, height = self.screen
+        width, height = self.frame.image
         return _TOOLS_TEXT.format(width=width, height=height, coordinates=self.coordinates())
 
     def tools(self) -> list[dict[str, Any]] | None:
@@ -142,16 +176,59 @@ class ToolsAdapter:
         return self._tools
 
     def _schemas(self) -> list[dict[str, Any]]:
-        return tool_schemas()
+        if self.frame.identity:
+            return tool_schemas()
+        tools = copy.deepcopy(tool_schemas())
+        computer = tools[0]["function"]
+        computer["description"] = f"Act on the screen with mouse and keyboard; {self.coordinates()}."
+        for name, axis in _POINT_FIELDS:
+            computer["parameters"]["properties"][name]["anyOf"][0]["maximum"] = self.frame.space[axis] - 1
+        return tools
 
     async def view(self, observation: Observation) -> View:
         return View(text=observation_text(observation), image=observation.screenshot_png)
 
+    def _maps(self) -> bool:
+        """Whether the model's points need mapping to screen pixels at all."""
+        return not self.frame.identity
+
     def read(self, message: dict[str, Any], finish: str | None) -> Reading:
-        return read_tool_calls(message, finish)
+        reading = read_tool_calls(message, finish)
+        if reading.invalid or reading.end or not self._maps():
+            return reading
+        calls = []
+        for call in reading.calls:
+            arguments = computer_arguments(call)
+            if arguments is None:
+                calls.append(call)
+                continue
+            mapped = self._to_screen(arguments)
+            if isinstance(mapped, str):
+                return Reading(invalid=mapped)
+            calls.append(ToolCall("computer", json.dumps(mapped, ensure_ascii=False)))
+        return Reading(calls=calls)
+
+    def _to_screen(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
+        for x_name, y_name in (("x", "y"), ("to_x", "to_y")):
+            if arguments.get(x_name) is None or arguments.get(y_name) is None:
+                continue  # a lone coordinate is the contract's error to report
+            point = screen_point(self.frame, arguments[x_name], arguments[y_name])
+            if isinstance(point, str):
+                return point
+            arguments[x_name], arguments[y_name] = point
+        return arguments
 
 
-_POINT_FIELDS = (("x", 0), ("y", 1), ("to_x", 0), ("to_y", 1))
+def computer_arguments(call: ToolCall) -> dict[str, Any] | None:
+    """A computer call's arguments to map; None for any other call, or for arguments the contract must report on
+    (malformed JSON, not an object), word for word."""
+    if call.name != "computer":
+        return None
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return arguments if isinstance(arguments, dict) else None
 
 
 class GridAdapter(ToolsAdapter):
@@ -160,8 +237,9 @@ class GridAdapter(ToolsAdapter):
     Both ends of the grid are the first and the last pixel: value v maps to round(v * (size - 1) / top).
     """
 
-    def __init__(self, screen: tuple[int, int], top: int, instructions: str | None = None) -> None:
-        super().__init__(screen, instructions)
+    def __init__(self, screen: tuple[int, int], top: int, instructions: str | None = None,
+                 frame: Frame | None = None) -> None:
+        super().__init__(screen, instructions, frame)
         if top not in (1, 999):
             raise ValueError(f"no grid 0..{top}")
         self.top = top
@@ -190,27 +268,10 @@ class GridAdapter(ToolsAdapter):
                     "description": f"{self._kind()} on the grid"}
         return tools
 
-    def read(self, message: dict[str, Any], finish: str | None) -> Reading:
-        reading = read_tool_calls(message, finish)
-        if reading.invalid or reading.end:
-            return reading
-        calls = []
-        for call in reading.calls:
-            mapped = self._to_pixels(call)
-            if isinstance(mapped, str):
-                return Reading(invalid=mapped)
-            calls.append(mapped)
-        return Reading(calls=calls)
+    def _maps(self) -> bool:
+        return True
 
-    def _to_pixels(self, call: ToolCall) -> ToolCall | str:
-        if call.name != "computer":
-            return call
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            return call  # the action contract reports malformed JSON, word for word
-        if not isinstance(arguments, dict):
-            return call
+    def _to_screen(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         for name, axis in _POINT_FIELDS:
             value = arguments.get(name)
             if value is None:
@@ -221,4 +282,4 @@ class GridAdapter(ToolsAdapter):
             if not 0 <= value <= self.top:
                 return f"computer: {name}={value} is outside the 0..{self.top} grid"
             arguments[name] = round(value * (self.screen[axis] - 1) / self.top)
-        return ToolCall("computer", json.dumps(arguments, ensure_ascii=False))
+        return arguments

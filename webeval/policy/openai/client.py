@@ -1,4 +1,5 @@
-"""The chat-completions call: one request body in, the reply body out, with a per-call timeout and bounded retries.
+"""The model call (chat completions, or the Responses API): one request body in, the reply body out, with a
+per-call timeout and bounded retries.
 
 429 (honouring Retry-After), 5xx, connection errors and timeouts are retried with a doubling backoff, then they are
 infrastructure (`policy_unavailable`); 401/403 is a misconfiguration that stops the session; other HTTP errors are
@@ -17,12 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from webeval.outcomes.record import InfraError
+from webeval.outcomes.redact import PLACEHOLDER, declare, redact
 from webeval.policy.openai.profile import Profile
 
 if TYPE_CHECKING:  # imported where a client is made: `openai` costs 0.6 s of CPU, and an oracle run never needs it
     import openai
 
-_NO_KEY = "EMPTY"  # vLLM and SGLang accept any key; the client refuses an empty one
+_NO_KEY = PLACEHOLDER  # vLLM and SGLang accept any key; the client refuses an empty one
+MAX_REPLY_BYTES = 2 << 20  # a reasoning model's longest turn is a few hundred kB
+KEPT_BYTES = 64 << 10  # of a reply too large to be one, what the trajectory keeps
 
 
 class PolicyAuthError(InfraError):
@@ -43,9 +47,25 @@ class Exchange:
 
     @property
     def usage(self) -> dict[str, int]:
+        """Tokens of the call: prompt, completion (reasoning included) and, where reported, reasoning."""
         usage = (self.reply or {}).get("usage") or {}
-        return {key: int(usage[key]) for key in ("prompt_tokens", "completion_tokens")
-                if isinstance(usage.get(key), (int, float))}
+        if not isinstance(usage, dict):
+            return {}
+        counted = {}
+        for key, names in _USAGE.items():
+            value = next((usage[name] for name in names if isinstance(usage.get(name), (int, float))), None)
+            if value is not None:
+                counted[key] = int(value)
+        details = usage.get("completion_tokens_details") or usage.get("output_tokens_details")
+        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        if isinstance(reasoning, (int, float)) and reasoning:
+            counted["reasoning_tokens"] = int(reasoning)
+        return counted
+
+
+# chat completions' names first, then the Responses API's
+_USAGE = {"prompt_tokens": ("prompt_tokens", "input_tokens"),
+          "completion_tokens": ("completion_tokens", "output_tokens")}
 
 
 class Transport(Protocol):
@@ -54,15 +74,24 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
 def api_key_from(environ: dict[str, str] | Any, profile: Profile) -> str:
-    return environ.get(profile.api_key_env) or _NO_KEY
+    """The key from the profile's variable (declared a secret), or the placeholder when it is not set."""
+    key = environ.get(profile.api_key_env)
+    declare(key)
+    return key or _NO_KEY
+
+
+def body_text(content: bytes) -> tuple[str, str | None]:
+    """A reply body as text, and why it is no reply: larger than any reply should be, or not UTF-8 (JSON is). The
+    text of an oversized body is cut, so that the trajectory that keeps it stays readable."""
+    if len(content) > MAX_REPLY_BYTES:
+        return (content[:KEPT_BYTES].decode("utf-8", "replace"),
+                f"the endpoint's reply is {len(content)} bytes, more than the {MAX_REPLY_BYTES} a reply may be")
+    try:
+        return content.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return (content.decode("utf-8", "replace"),
+                f"the endpoint's reply is not UTF-8 (byte {content[exc.start]:#04x} at offset {exc.start})")
 
 
 def retry_after(headers: Any) -> float | None:
@@ -112,7 +141,7 @@ def tls() -> ssl.SSLContext:
 
 
 class HttpTransport:
-    """Chat completions over the real `openai.AsyncOpenAI` client; its own retries are off so ours are counted."""
+    """Model calls over the real `openai.AsyncOpenAI` client; its own retries are off so ours are counted."""
 
     def __init__(self, profile: Profile, api_key: str,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
@@ -124,6 +153,7 @@ class HttpTransport:
             from openai import DefaultAsyncHttpxClient as HttpClient
 
         self.profile = profile
+        self.path = "/responses" if profile.api == "responses" else "/chat/completions"
         self._secrets = (api_key,)
         self._sleep = sleep
         self._client = openai.AsyncOpenAI(base_url=profile.base_url, api_key=api_key, max_retries=0,
@@ -133,7 +163,7 @@ class HttpTransport:
         return f"model {self.profile.model} at {self.profile.base_url}"
 
     def _clean(self, text: str) -> str:
-        return redact(text, self._secrets)
+        return redact(text, *self._secrets)
 
     async def complete(self, body: dict[str, Any]) -> Exchange:
         import openai
@@ -149,9 +179,11 @@ class HttpTransport:
         while True:
             try:
                 # The client's documented raw request: the body goes out exactly as built (and as recorded).
-                raw = await self._client.post("/chat/completions", body=body, cast_to=Response)
-                text = raw.text
-                reply, unreadable = parse_reply(text)
+                # The client's timeout bounds each read; this bounds the whole reply, however slowly it trickles.
+                raw = await asyncio.wait_for(self._client.post(self.path, body=body, cast_to=Response),
+                                             profile.timeout_s)
+                text, unreadable = body_text(raw.content)
+                reply, unreadable = (None, unreadable) if unreadable else parse_reply(text)
                 return Exchange(text=text, reply=reply, unreadable=unreadable, retries=len(errors),
                                 latency_s=time.monotonic() - began, errors=errors)
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -163,7 +195,7 @@ class HttpTransport:
                 if exc.status_code != 429 and exc.status_code < 500:
                     raise InfraError("policy_request", f"{self._where()} rejected the request: {problem}") from None
                 asked = retry_after(exc.response.headers)
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, asyncio.TimeoutError):
                 problem, asked = f"no reply within {profile.timeout_s:g} s", None
             except openai.APIConnectionError as exc:
                 problem, asked = self._clean(f"connection failed: {exc.__cause__ or exc}"), None
@@ -190,6 +222,8 @@ def parse_reply(text: str) -> tuple[dict[str, Any] | None, str | None]:
         reply = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"the endpoint's reply is not JSON ({exc.msg} at column {exc.colno}): {text[:120]!r}"
+    except RecursionError:
+        return None, "the endpoint's reply is JSON nested too deeply to read"
     if not isinstance(reply, dict):
         return None, f"the endpoint's reply is not a JSON object: {text[:120]!r}"
     return reply, None

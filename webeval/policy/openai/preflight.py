@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from webeval.policy.openai.client import api_key_from, message_of, redact, tls
+from webeval.outcomes.redact import redact
+from webeval.policy.openai.client import api_key_from, message_of, tls
 from webeval.policy.openai.profile import Profile
 
 _PREFLIGHT_TIMEOUT_S = 30.0
@@ -34,7 +35,7 @@ def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
     timeout = min(profile.timeout_s, _PREFLIGHT_TIMEOUT_S)
 
     def clean(text: str) -> str:
-        return redact(text, (key,))
+        return redact(text, key)
 
     def refused(response: Any) -> PreflightError:
         unset = "" if environ.get(profile.api_key_env) else f" (${profile.api_key_env} is not set)"
@@ -66,10 +67,9 @@ def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
         if listing.status_code >= 400 and listing.status_code != 404:
             raise PreflightError(clean(f"{where} answered HTTP {listing.status_code}: {_said(listing)}"))
         served = _model_ids(listing)
-        if served is None:  # no model list here: one token of a completion answers the same questions
-            body = {"model": profile.model, "messages": [{"role": "user", "content": "Reply with OK."}],
-                    profile.max_tokens_param: 1}
-            completion = send("POST", "chat/completions", json=body)
+        if served is None:  # no model list here: a tiny completion answers the same questions
+            path, body = _tiny_request(profile)
+            completion = send("POST", path, json=body)
             if completion.status_code in (401, 403):
                 raise refused(completion)
             if completion.status_code == 404:
@@ -81,6 +81,13 @@ def preflight(profile: Profile, environ: Mapping[str, str]) -> None:
     if profile.model not in served:
         listed = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "") if served else "nothing"
         raise PreflightError(clean(f"{where} does not serve model {profile.model!r}; it serves: {listed}"))
+
+
+def _tiny_request(profile: Profile) -> tuple[str, dict[str, Any]]:
+    if profile.api == "responses":  # 16 is the Responses API's smallest output limit
+        return "responses", {"model": profile.model, "input": "Reply with OK.", "max_output_tokens": 16}
+    return "chat/completions", {"model": profile.model, "messages": [{"role": "user", "content": "Reply with OK."}],
+                                profile.max_tokens_param: 1}
 
 
 def _said(response: Any) -> str:

@@ -1,40 +1,152 @@
-"""A model profile: where the model is served, how to talk to it, and how its replies become actions.
+"""A model profile: where the model is served, how to talk to it, what image it sees, how its replies become
+actions, and the serving recipe it was evaluated with.
 
-A profile is a TOML or JSON file; command-line options override single fields. It never holds an API key, only the
-name of the environment variable that does.
+A profile is a TOML or JSON file, or a name (in `policy-profiles.toml` / $WEBEVAL_POLICY_PROFILES); command-line
+options override single fields. It never holds an API key, only the name of the environment variable that does.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-ADAPTERS = ("tools", "grid-1", "grid-999", "webvoyager")
-Adapter = Literal["tools", "grid-1", "grid-999", "webvoyager"]
+from webeval.profiles import ProfileError, catalogue_path, find, read_profile_file, validate
+
+ADAPTERS = ("tools", "grid-1", "grid-999", "webvoyager", "ui-tars", "computer-use")
+Adapter = Literal["tools", "grid-1", "grid-999", "webvoyager", "ui-tars", "computer-use"]
+APIS = ("chat", "responses")
+PROFILES_ENV = "WEBEVAL_POLICY_PROFILES"
+PROFILE_FILE = "policy-profiles.toml"
+BUILTIN_PROFILES: dict[str, dict[str, Any]] = {}  # the documented profiles are files: docs/profiles/
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED_BODY = {"model", "messages", "tools", "input", "instructions", "previous_response_id"}
+# Adapters whose points may be on a grid of their own; the computer tool's display size is the image's.
+_POINTED = ("tools", "ui-tars")
+
+__all__ = ["ADAPTERS", "APIS", "ImageLimits", "ImageSpec", "Profile", "ProfileError", "Recipe", "load_profile",
+           "make_profile", "read_profile_file", "sampling"]
 
 
-class ProfileError(ValueError):
-    """A profile that cannot be used; the message is one line for the user."""
-
-
-class Profile(BaseModel):
+class _Table(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+class ImageSpec(_Table):
+    """The screenshot as the model receives it: its encoding, and its size (the screen's unless told otherwise).
+
+    `size` is a fixed width and height. `max_pixels` / `min_pixels` / `factor` resize as Qwen2.5-VL's processor
+    does (`smart_resize`): each side rounded to a multiple of `factor`, the pixel count brought within the bounds,
+    the aspect ratio kept as closely as that allows.
+    """
+
+    format: Literal["png", "jpeg", "webp"] = "png"
+    quality: int | None = Field(default=None, ge=1, le=100)  # JPEG and WebP only
+    size: tuple[int, int] | None = None
+    max_pixels: int | None = Field(default=None, ge=1)
+    min_pixels: int | None = Field(default=None, ge=1)
+    factor: int = Field(default=1, ge=1, le=256)
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is not None and min(value) < 1:
+            raise ValueError(f"size {list(value)} must be a positive width and height")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ImageSpec":
+        if self.quality is not None and self.format == "png":
+            raise ValueError("quality applies to jpeg and webp, not png (which is lossless)")
+        if self.size is not None and (self.max_pixels or self.min_pixels or self.factor != 1):
+            raise ValueError("give either a fixed size or max_pixels/min_pixels/factor, not both")
+        if self.max_pixels and self.min_pixels and self.min_pixels > self.max_pixels:
+            raise ValueError(f"min_pixels {self.min_pixels} is above max_pixels {self.max_pixels}")
+        return self
+
+    @property
+    def resizes(self) -> bool:
+        return self.size is not None or bool(self.max_pixels or self.min_pixels) or self.factor != 1
+
+    def describe(self) -> str:
+        quality = f" quality {self.quality}" if self.quality else ""
+        if self.size is not None:
+            how = f"fixed {self.size[0]}x{self.size[1]}"
+        elif self.resizes:
+            bounds = [f"factor {self.factor}"] + [f"{name} {value}" for name, value in (
+                ("min_pixels", self.min_pixels), ("max_pixels", self.max_pixels)) if value]
+            how = "smart_resize " + ", ".join(bounds)
+        else:
+            how = "screen size"
+        return f"{self.format}{quality}, {how}"
+
+
+class ImageLimits(_Table):
+    """What the server's image processor allows (vLLM's --mm-processor-kwargs and --limit-mm-per-prompt)."""
+
+    max_pixels: int | None = Field(default=None, ge=1)
+    min_pixels: int | None = Field(default=None, ge=1)
+    per_prompt: int | None = Field(default=None, ge=1)
+
+
+class Recipe(_Table):
+    """How the model was served when it was evaluated; shown in the run's header and environment."""
+
+    model_revision: str | None = None
+    chat_template: str | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    image_limits: ImageLimits | None = None
+    serve: str | None = None  # the command line that serves it
+
+    def values(self) -> dict[str, str]:
+        """The recipe as flat name = value pairs (for the report's environment)."""
+        values = {name: str(getattr(self, name)) for name in (
+            "model_revision", "chat_template", "tool_call_parser", "reasoning_parser", "serve")
+                  if getattr(self, name) is not None}
+        limits = self.image_limits
+        if limits is not None:
+            values.update({f"image_limits.{name}": str(value) for name, value in limits.model_dump().items()
+                           if value is not None})
+        return values
+
+    def describe(self) -> str:
+        limits = self.image_limits
+        images = "images: -"
+        if limits is not None:
+            parts = [f"≤ {limits.max_pixels} px" if limits.max_pixels else "",
+                     f"≥ {limits.min_pixels} px" if limits.min_pixels else "",
+                     f"{limits.per_prompt} per prompt" if limits.per_prompt else ""]
+            images = "images: " + (", ".join(p for p in parts if p) or "-")
+        return (f"revision {self.model_revision or '-'}, chat template {self.chat_template or '-'}, "
+                f"tool-call parser {self.tool_call_parser or '-'}, reasoning parser {self.reasoning_parser or '-'}, "
+                f"{images}")
+
+
+class Profile(_Table):
     base_url: str
     model: str = Field(min_length=1)
     api_key_env: str = "OPENAI_API_KEY"
+    api: Literal["chat", "responses"] = "chat"
+    # Responses API: chain turns by the server's stored response, or send the whole (bounded) history every time.
+    chain: Literal["previous_response_id", "full_input"] = "previous_response_id"
     adapter: Adapter = "tools"
-    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    temperature: float | None = Field(default=0.0, ge=0, le=2)  # "none": not sent
     top_p: float | None = Field(default=None, gt=0, le=1)
     max_tokens: int = Field(default=1024, ge=1)
     # OpenAI's reasoning models take max_completion_tokens and refuse max_tokens; vLLM and SGLang take either.
-    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    # The Responses API's name is max_output_tokens (the default there).
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens", "max_output_tokens"] = "max_tokens"
+    # The model's reasoning in the history it is shown again: all of it, none, or only the last reply's.
+    reasoning_history: Literal["keep", "drop", "keep-last"] = "drop"
+    acknowledge_safety_checks: bool = False  # hosted computer use: go on past a pending safety check
+    computer_tool: Literal["computer_use_preview", "computer"] = "computer_use_preview"
+    computer_environment: Literal["browser", "linux", "ubuntu", "windows", "mac"] = "browser"
+    # The space the model's coordinates are in: None means pixels of the image it sees; [1000, 1000] a virtual grid.
+    coordinate_space: tuple[int, int] | None = None
+    image: ImageSpec = ImageSpec()
     image_detail: Literal["auto", "low", "high"] = "auto"
     screenshots: int = Field(default=3, ge=1, le=50)  # screenshots kept in the prompt; older ones become a stub
     history_steps: int = Field(default=20, ge=1, le=1000)  # steps kept in the prompt at all; older ones are dropped
@@ -44,6 +156,22 @@ class Profile(BaseModel):
     max_wait_s: float = Field(default=60.0, gt=0)  # the longest wait; a longer Retry-After gives up at once
     system_prompt: str | None = None  # replaces the adapter's own instructions
     extra_body: dict[str, Any] = Field(default_factory=dict)  # server-specific parameters (top_k, chat_template_kwargs)
+    recipe: Recipe | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _api_defaults(cls, data: Any) -> Any:
+        """Defaults that depend on the API: the token-limit name, and reasoning kept where the server keeps it."""
+        if isinstance(data, dict) and data.get("api") == "responses":
+            data = dict(data)
+            data.setdefault("max_tokens_param", "max_output_tokens")
+            data.setdefault("reasoning_history", "keep")
+        return data
+
+    @field_validator("temperature", "top_p", mode="before")
+    @classmethod
+    def _not_sent(cls, value: Any) -> Any:
+        return None if value == "none" else value  # TOML has no null: "none" leaves the parameter out
 
     @field_validator("base_url")
     @classmethod
@@ -62,36 +190,62 @@ class Profile(BaseModel):
     @field_validator("extra_body")
     @classmethod
     def _no_key_in_body(cls, value: dict[str, Any]) -> dict[str, Any]:
-        clash = {"model", "messages", "tools"} & set(value)
+        clash = _RESERVED_BODY & set(value)
         if clash:
             raise ValueError(f"extra_body may not set {', '.join(sorted(clash))}")
         return value
 
+    @field_validator("coordinate_space")
+    @classmethod
+    def _space(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is not None and min(value) < 2:
+            raise ValueError(f"coordinate_space {list(value)} must be at least 2x2")
+        return value
 
-def _first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
+    @model_validator(mode="after")
+    def _coherent(self) -> "Profile":
+        for problem in (self._api_problem(), self._space_problem(), self._recipe_problem()):
+            if problem:
+                raise ValueError(problem)
+        return self
+
+    def _api_problem(self) -> str | None:
+        if self.adapter == "computer-use" and self.api != "responses":
+            return "adapter 'computer-use' is the Responses API's computer tool: set api = \"responses\""
+        if (self.api == "responses") != (self.max_tokens_param == "max_output_tokens"):
+            right = "max_output_tokens" if self.api == "responses" else "max_tokens or max_completion_tokens"
+            return f"max_tokens_param {self.max_tokens_param!r} does not fit api {self.api!r}: use {right}"
+        if self.api == "responses" and self.chain == "previous_response_id" and self.reasoning_history != "keep":
+            return (f"reasoning_history {self.reasoning_history!r} needs chain = \"full_input\": with "
+                    "previous_response_id the server keeps the whole history, reasoning included")
+        return None
+
+    def _space_problem(self) -> str | None:
+        if self.coordinate_space is not None and self.adapter not in _POINTED:
+            return f"coordinate_space does not apply to adapter {self.adapter!r} (it has its own coordinates)"
+        return None
+
+    def _recipe_problem(self) -> str | None:
+        limits = self.recipe.image_limits if self.recipe else None
+        if limits is None:
+            return None
+        if limits.per_prompt is not None and self.screenshots > limits.per_prompt:
+            return (f"screenshots {self.screenshots} is more than the server takes per prompt "
+                    f"(recipe.image_limits.per_prompt {limits.per_prompt})")
+        largest = self.image.size[0] * self.image.size[1] if self.image.size else self.image.max_pixels
+        if limits.max_pixels is not None and (largest is None or largest > limits.max_pixels):
+            sent = f"up to {largest} px" if largest else "screen-size images"
+            return (f"image sends {sent}, more than the server's recipe.image_limits.max_pixels {limits.max_pixels}: "
+                    "the server would resize it again and the model's coordinates would be in a space the policy "
+                    "does not know")
+        return None
 
 
-def read_profile_file(path: Path) -> dict[str, Any]:
-    """The fields a profile file sets (TOML, or JSON by its .json suffix)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(f"cannot read profile {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ProfileError(f"profile {path} is not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {exc}") \
-            from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"profile {path} must be a table of fields")
-    if "api_key" in data:
-        raise ProfileError(f"profile {path} holds an api_key: put the key in an environment variable and name it "
-                           "with api_key_env")
-    return data
+def sampling(profile: Profile) -> dict[str, Any]:
+    """The request's sampling and length parameters, then the server-specific fields, as the profile sets them."""
+    chosen: dict[str, Any] = {name: getattr(profile, name) for name in ("temperature", "top_p")
+                              if getattr(profile, name) is not None}
+    return {**chosen, profile.max_tokens_param: profile.max_tokens, **profile.extra_body}
 
 
 def make_profile(fields: dict[str, Any], source: str = "options") -> Profile:
@@ -100,14 +254,18 @@ def make_profile(fields: dict[str, Any], source: str = "options") -> Profile:
     if missing:
         raise ProfileError(f"{source}: no {' and no '.join(missing)} (pass --policy-{missing[0].replace('_', '-')} "
                            "or a profile that sets it)")
-    try:
-        return Profile.model_validate(fields)
-    except ValidationError as exc:
-        raise ProfileError(f"{source}: {_first_error(exc)}") from None
+    return validate(Profile, fields, source)
 
 
-def load_profile(path: Path | None, overrides: dict[str, Any]) -> Profile:
-    """The profile file (if any) with the command line's fields on top."""
-    fields = read_profile_file(path) if path is not None else {}
-    fields.update({k: v for k, v in overrides.items() if v is not None})
-    return make_profile(fields, f"profile {path}" if path is not None else "policy options")
+def load_profile(reference: Path | str | None, overrides: dict[str, Any], root: Path | None = None) -> Profile:
+    """The profile (a file, or a name) with the command line's fields on top."""
+    if reference is None:
+        fields, source = {}, "policy options"
+    elif isinstance(reference, Path):
+        fields, source = read_profile_file(reference), f"profile {reference}"
+    else:
+        found = find(reference, option="--policy-profile", builtins=BUILTIN_PROFILES,
+                     catalogue=catalogue_path(PROFILES_ENV, PROFILE_FILE, root if root is not None else Path.cwd()))
+        fields, source = found.fields, found.source
+    fields = {**fields, **{k: v for k, v in overrides.items() if v is not None}}
+    return make_profile(fields, source)

@@ -1,8 +1,9 @@
 """Record and replay: each task's exact requests and replies, kept under its attempt folder and played back offline.
 
 `<attempt>/policy/exchanges.jsonl` holds a header (task, start URL, screen, profile: never a key) and one line per
-turn: the request body as sent, with each screenshot's data URL replaced by a reference to `images/<sha256>.png`
-(lossless, stored once), and the reply body exactly as received (or the error that ended the turn).
+turn: the request body as sent (chat completions or Responses API), with each image's data URL replaced by a
+reference to `images/<sha256>.<png|jpeg|webp>` (the bytes the model received, stored once), and the reply body
+exactly as received (or the error that ended the turn).
 
 Replay checks that the request it would send now matches the recorded one, part by part, screenshots aside (pixels
 differ between runs for reasons no model sees: a blinking caret). The first difference ends the episode as
@@ -20,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from webeval.outcomes.record import InfraError
-from webeval.policy.openai.client import Exchange, Transport, parse_reply, redact
+from webeval.outcomes.redact import redact
+from webeval.policy.openai.client import Exchange, Transport, parse_reply
 
 FOLDER = "policy"
 EXCHANGES = "exchanges.jsonl"
-_DATA_URL = "data:image/png;base64,"
+_DATA_URL = re.compile(r"^data:image/(png|jpeg|webp);base64,")
+_STORED = re.compile(r"^images/[0-9a-f]{64}\.(png|jpeg|webp)$")
 
 
 class ReplayDiverged(Exception):
@@ -51,7 +54,7 @@ class Recorder:
         self._turn = 0
 
     def _write(self, entry: dict[str, Any]) -> None:
-        line = redact(json.dumps(entry, ensure_ascii=False), self._secrets)
+        line = redact(json.dumps(entry, ensure_ascii=False), *self._secrets)
         with open(self.folder / EXCHANGES, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -60,18 +63,18 @@ class Recorder:
                      "profile": profile})
 
     def _store_images(self, body: dict[str, Any]) -> dict[str, Any]:
-        stored = json.loads(json.dumps(body))
-        for message in stored.get("messages", []):
-            for part in message.get("content") if isinstance(message.get("content"), list) else []:
-                url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
-                if url.startswith(_DATA_URL):
-                    data = base64.b64decode(url[len(_DATA_URL):])
-                    name = f"images/{hashlib.sha256(data).hexdigest()}.png"
-                    target = self.folder / name
-                    if not target.exists():
-                        target.write_bytes(data)
-                    part["image_url"]["url"] = name
-        return stored
+        def store(url: str) -> str:
+            kind = _DATA_URL.match(url)
+            if kind is None:
+                return url
+            data = base64.b64decode(url[kind.end():])
+            name = f"images/{hashlib.sha256(data).hexdigest()}.{kind[1]}"
+            target = self.folder / name
+            if not target.exists():
+                target.write_bytes(data)
+            return name
+
+        return _map_strings(json.loads(json.dumps(body)), store)
 
     def turn(self, body: dict[str, Any], exchange: Exchange | None, error: InfraError | None = None) -> None:
         self._turn += 1
@@ -102,15 +105,26 @@ class RecordingTransport:
         await self.inner.close()
 
 
+def _map_strings(value: Any, change: Any) -> Any:
+    """Every string of a JSON value passed through `change` (the images of both request formats are strings)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_strings(item, change) for key, item in value.items()}
+    return value
+
+
 def expand_request(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
-    """A recorded request as it was sent, screenshots put back as data URLs."""
-    body = json.loads(json.dumps(request))
-    for message in body.get("messages", []):
-        for part in message.get("content") if isinstance(message.get("content"), list) else []:
-            url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
-            if url.startswith("images/"):
-                part["image_url"]["url"] = _DATA_URL + base64.b64encode((folder / url).read_bytes()).decode("ascii")
-    return body
+    """A recorded request as it was sent, images put back as data URLs."""
+    def expand(text: str) -> str:
+        if not _STORED.match(text):
+            return text
+        mime = "image/" + text.rsplit(".", 1)[1]
+        return f"data:{mime};base64," + base64.b64encode((folder / text).read_bytes()).decode("ascii")
+
+    return _map_strings(request, expand)
 
 
 def find_recording(replay_from: Path, task_id: str) -> Path:
@@ -131,9 +145,11 @@ def read_recording(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def canonical(body: dict[str, Any]) -> list[str]:
-    """The parts of a request that replay compares: parameters and every message's text, screenshots as <image>."""
+    """The parts of a request that replay compares: parameters and every message's text, images as <image>."""
     lines = [f"{key}={json.dumps(value, sort_keys=True, ensure_ascii=False)}"
-             for key, value in sorted(body.items()) if key != "messages"]
+             for key, value in sorted(body.items()) if key not in ("messages", "input")]
+    if "input" in body:
+        return lines + _input_lines(body["input"])
     for index, message in enumerate(body.get("messages", [])):
         head = f"message {index} ({message.get('role')})"
         content = message.get("content")
@@ -144,6 +160,26 @@ def canonical(body: dict[str, Any]) -> list[str]:
             lines.append(f"{head} calls {call['function']['name']}({call['function']['arguments']})")
         if "tool_call_id" in message:
             lines.append(f"{head} answers {message['tool_call_id']}")
+    return lines
+
+
+def _input_lines(items: Any) -> list[str]:
+    """Responses API input: one line per item part, its images as <image>."""
+    lines = []
+    for index, item in enumerate(items if isinstance(items, list) else [items]):
+        if not isinstance(item, dict):
+            lines.append(f"item {index}: {item}")
+            continue
+        head = f"item {index} ({item.get('role') or item.get('type')})"
+        content = item.get("content")
+        if isinstance(content, list):
+            for part in content:
+                text = part.get("text") if isinstance(part, dict) else part
+                lines.append(f"{head}: <image>" if isinstance(part, dict) and part.get("type") == "input_image"
+                             else f"{head}: {text}")
+            continue
+        shown = _map_strings(item, lambda text: "<image>" if _DATA_URL.match(text) or _STORED.match(text) else text)
+        lines.append(f"{head}: {json.dumps(shown, sort_keys=True, ensure_ascii=False)}")
     return lines
 
 

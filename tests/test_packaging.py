@@ -1,0 +1,90 @@
+"""The distribution: a wheel built from the tree is `pytest-webeval`, a pytest plugin; installed into a fresh virtual
+environment, pytest finds its options and the `webeval` command runs.
+
+The fresh environment takes its dependencies from this one (a path line in a .pth file: the packages are there, and
+nothing of this environment's own webeval, whose editable finder a plain path line does not run), so the test needs
+no network and installs only the wheel."""
+
+from __future__ import annotations
+
+import email
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """A wheel from a copy of the tree (the build leaves its egg-info and build folders in the copy)."""
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "webeval", source / "webeval", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    dist = tmp_path / "dist"
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", "-w", str(dist), str(source)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = dist.glob("*.whl")
+    return wheel
+
+
+def fresh_venv(tmp_path: Path) -> Path:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
+    wheel = build_wheel(tmp_path)
+    assert wheel.name.startswith("pytest_webeval-")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        meta = email.message_from_string(archive.read(info).decode())
+        entry_points = archive.read(info.replace("METADATA", "entry_points.txt")).decode()
+    assert meta["Name"] == "pytest-webeval"
+    assert "Framework :: Pytest" in meta.get_all("Classifier")
+    assert "[pytest11]\nwebeval = webeval.plugin" in entry_points
+    assert "[console_scripts]\nwebeval = webeval.cli:main" in entry_points
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "webeval").rglob("*.py")}
+    assert modules <= set(names), sorted(modules - set(names))
+
+    venv = fresh_venv(tmp_path)
+    python = venv / "bin" / "python"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    elsewhere = tmp_path / "elsewhere"  # no conftest, no pyproject, not the repository
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PYTEST_")}
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+
+    where = run(str(python), "-c", "import webeval, importlib.metadata as m; "
+                                    "print(webeval.__file__); print(m.distribution('pytest-webeval').locate_file(''))")
+    assert where.returncode == 0, where.stderr
+    assert all(Path(line).is_relative_to(venv) for line in where.stdout.split()), where.stdout
+    # Installed as a package, the harness has no commit of its own to report; its version says what it is.
+    found = run(str(python), "-c", "from webeval.report.versions import versions; v = versions(None); "
+                                    "print(v['git.commit'], v['pytest-webeval'], sep='|')")
+    assert found.stdout.strip() == f"none (installed as a package)|{metadata.version('pytest-webeval')}", found.stderr
+    helped = run(str(python), "-m", "pytest", "--help")
+    assert helped.returncode == 0, helped.stderr
+    group = re.search(r"^webeval\b[^\n]*:\n(.*?)\n\n", helped.stdout, re.M | re.S)  # the option group
+    assert group, helped.stdout
+    for option in ("--policy", "--run-dir", "--resume", "--shard", "--gate-baseline", "--policy-profile"):
+        assert re.search(rf"^  {option}\b", group[1], re.M), option
+    command = run(str(venv / "bin" / "webeval"), "--help")
+    assert command.returncode == 0, command.stderr
+    assert command.stdout.startswith("usage: webeval") and "summary" in command.stdout and "merge" in command.stdout

@@ -1,0 +1,171 @@
+"""`evaluate()`: one task, one attempt record. The episode in a fresh browser context, its evidence, the verdict.
+
+It is the one way a task is run: the pytest plugin maps its record to a test outcome, a benchmark or a script calls
+it directly. Infrastructure never becomes a reward of 0: a part of the runtime that died (or stopped answering)
+makes the attempt infra_error, a judge that failed makes it judge_failed, a runtime that cannot start makes it
+not_run. An exception while every part is alive and answering is a bug of the harness: it is raised, never masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from webeval.agent.environment import Environment, Prepared
+from webeval.agent.episode import Episode
+from webeval.agent.loop import AgentLoop, Budgets
+from webeval.judges.decide import Decision, Judge, Unparseable, decide
+from webeval.judges.rejudge import rejudge_record
+from webeval.outcomes.record import AttemptRecord, InfraError, Outcome
+from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.verdict import Verdict
+from webeval.policy.base import Policy
+from webeval.runtime.downloads import DEFAULT_MAX_BYTES
+from webeval.runtime.session import TaskSession
+from webeval.runtime.worker import WorkerRuntime
+from webeval.tasks import Task
+
+PolicyFactory = Callable[[TaskSession, Prepared], Policy]
+# Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
+WATCHDOG_MARGIN_S = 45.0
+NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Everything `evaluate` needs besides the task: the worker's runtime, the run's directory and choices."""
+
+    runtime: WorkerRuntime
+    run_dir: RunDir
+    judge: Judge
+    policy: PolicyFactory
+    environment: Environment = field(default_factory=Environment)
+    budgets: Budgets = field(default_factory=Budgets)
+    settle_cap_s: float = 3.0
+    download_max_bytes: int = DEFAULT_MAX_BYTES
+    infra_retries: int = 0
+    unparseable: Unparseable = "mask"
+    session_id: str = ""
+
+
+@dataclass
+class Attempt:
+    """What one attempt left: its record, and the episode and verdict behind it. `recorded` says the record is in
+    results.jsonl already (a re-judge that kept a task as it was); otherwise the caller appends it."""
+
+    record: AttemptRecord
+    episode: Episode | None = None
+    verdict: Verdict | None = None
+    recorded: bool = False
+
+
+def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Episode | None = None,
+                   decision: Decision | None = None, kind: str | None = None, reason: str = "",
+                   duration_s: float = 0.0) -> AttemptRecord:
+    folder = episode.folder if episode is not None else None
+    verdict = decision.verdict if decision is not None and outcome.valid else None
+    return AttemptRecord(
+        run_id=how.run_dir.run_id, session=how.session_id, task_id=task.id, site=task.site,
+        attempt=episode.attempt if episode is not None else 0,
+        outcome=outcome, failure_class=decision.failure_class if decision else None,
+        kind=decision.kind if decision else kind, reason=decision.reason if decision else reason,
+        answer=episode.answer if episode else None, steps=len(episode.steps) if episode else 0,
+        duration_s=round(duration_s, 3), verdict=verdict.model_dump(mode="json") if verdict else None,
+        worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        path=str(folder.relative_to(how.run_dir.path)) if folder is not None else None,
+        usage=episode.totals() if episode else {},
+    )
+
+
+def _infra(how: Evaluation, task: Task, error: InfraError, episode: Episode | None, duration_s: float,
+           suffix: str = "") -> AttemptRecord:
+    return attempt_record(how, task, Outcome.infra_error, episode=episode, kind=error.kind,
+                          reason=f"infra[{error.kind}]: {error.message}{suffix}", duration_s=duration_s)
+
+
+async def evaluate(task: Task, how: Evaluation) -> Attempt:
+    """Run one task to one attempt record; infrastructure errors are retried `how.infra_retries` times, each
+    retried attempt on record too (appended here), in a fresh context of a runtime started again if it died."""
+    began = time.monotonic()
+    prepared = how.environment.prepare(task)
+    for retry in range(how.infra_retries + 1):
+        try:
+            await _ready(how.runtime)
+        except InfraError as exc:
+            if retry == 0:  # it never started: the task did not run
+                return Attempt(attempt_record(how, task, Outcome.not_run, kind=exc.kind,
+                                              reason=f"precondition[{exc.kind}]: {exc.message}"))
+            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
+        number, folder = how.run_dir.attempt_dir(task.id)
+        episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
+        infra = episode.infra
+        if infra is None or infra.kind in NOT_RETRIED or retry == how.infra_retries:
+            break
+        how.run_dir.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
+    evidence = episode.evidence(prepared.task.goal)
+    episode.infra = episode.infra or how.environment.blocked(evidence)
+    if episode.infra is not None:
+        return Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode)
+    decision = await decide(prepared.task, evidence, how.judge, how.unparseable)
+    if decision.verdict is not None:
+        episode.verdict = decision.verdict
+        (folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+    record = attempt_record(how, task, decision.outcome, episode=episode, decision=decision,
+                            duration_s=time.monotonic() - began)
+    return Attempt(record, episode, decision.verdict)
+
+
+async def _ready(runtime: WorkerRuntime) -> None:
+    """The runtime started, or started again: a part killed while it starts gets a second start."""
+    try:
+        await runtime.ready()
+    except InfraError:
+        await runtime.ready()
+
+
+async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> Episode:
+    """The episode in a fresh context, watched: if a part of the runtime dies, it ends at once as infrastructure.
+    Its evidence is written before the context closes; a wall-clock watchdog bounds set-up, steps and tear-down."""
+    runtime = how.runtime
+    folder = episode.folder
+    bound = how.budgets.task_timeout_s + WATCHDOG_MARGIN_S
+    session: TaskSession | None = None
+    try:
+        async with asyncio.timeout(bound):
+            session = await runtime.watched(runtime.browser.new_session(
+                folder, how.settle_cap_s, proxy=prepared.proxy, download_max_bytes=how.download_max_bytes))
+            if prepared.cookies:
+                await runtime.watched(session.context.add_cookies(prepared.cookies))
+            loop = AgentLoop(session, runtime.device, how.policy(session, prepared), how.budgets, runtime.failure,
+                             prepared.page)
+            await runtime.watched(loop.run(prepared.task, episode))
+            if prepared.read_state is not None:
+                episode.state = await asyncio.to_thread(prepared.read_state)
+            page = session.active
+            if prepared.page is not None and episode.infra is None and page is not None and not page.is_closed():
+                episode.state = {**(episode.state or {}), **await runtime.watched(prepared.page.state(page))}
+    except InfraError as exc:
+        episode.infra = exc
+    except TimeoutError:
+        episode.infra = await runtime.failure() or InfraError(
+            "watchdog", f"the attempt took over {bound:.0f} s with every part of the runtime answering")
+    finally:
+        episode.evidence(prepared.task.goal).write()
+        if session is not None:
+            # A context that does not close in time leaves the episode as it was: the next task's ready() finds
+            # the browser not answering and starts another.
+            await session.close()
+    return episode
+
+
+async def rejudge(task: Task, record: AttemptRecord, run_dir: RunDir, judge: Judge,
+                  unparseable: Unparseable = "mask") -> Attempt:
+    """The verdict on a finished attempt's stored evidence, with no display and no browser: a new record that
+    supersedes `record`, or `record` itself (recorded) when its episode did not finish or the agent's run decided it."""
+    after, verdict, _ = await rejudge_record(run_dir, record, task, judge, unparseable=unparseable)
+    if after is None:
+        return Attempt(record, recorded=True)
+    return Attempt(after, verdict=verdict)

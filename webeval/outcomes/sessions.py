@@ -1,0 +1,66 @@
+"""The sessions that wrote into a run directory: one line each in `sessions.jsonl`, with what they ran with.
+
+A run can be made by several sessions (a resumed run, re-runs, merged shards), possibly with different versions of
+the harness, its browser or its packages. summary.json states the latest session's versions, and names the ones
+that differed between sessions, so that no score silently mixes two set-ups.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+SESSIONS = "sessions.jsonl"
+
+
+def append_session(run_path: Path, session: str, versions: dict[str, str]) -> None:
+    _append(run_path, {"session": session, "finished_at": datetime.now(timezone.utc).isoformat(),
+                       "versions": versions})
+
+
+def copy_sessions(source: Path, target: Path) -> None:
+    """A merged run keeps the sessions of every run directory it was made from."""
+    for entry in read_sessions(source):
+        _append(target, entry)
+
+
+def _append(run_path: Path, entry: dict[str, Any]) -> None:
+    line = json.dumps(entry, ensure_ascii=False) + "\n"
+    # One write of one short line in append mode: sessions finishing at once never interleave.
+    fd = os.open(run_path / SESSIONS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def read_sessions(run_path: Path) -> list[dict[str, Any]]:
+    path = run_path / SESSIONS
+    if not path.is_file():
+        return []
+    sessions = []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        try:
+            entry = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            entry = None
+        if isinstance(entry, dict) and isinstance(entry.get("versions"), dict):
+            sessions.append(entry)
+        elif line.strip():
+            warnings.warn(f"{path}:{number}: ignoring a torn or corrupt session line", stacklevel=2)
+    return sessions
+
+
+def summary_versions(run_path: Path) -> dict[str, Any]:
+    """For summary.json: `versions` of the latest session, `versions_differ`: what changed between sessions."""
+    sessions = read_sessions(run_path)
+    if not sessions:
+        return {}
+    latest = sessions[-1]["versions"]
+    names = dict.fromkeys(name for session in sessions for name in session["versions"])
+    differ = {name: sorted({str(s["versions"].get(name, "-")) for s in sessions}) for name in names}
+    return {"versions": latest, "versions_differ": {name: seen for name, seen in differ.items() if len(seen) > 1}}

@@ -1,0 +1,26 @@
+"""Once per session, on the controller: what it ran with goes into the run directory, before the summary is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webeval.outcomes.rundir import POPULATION
+from webeval.outcomes.sessions import append_session
+from webeval.plugin.keys import RUN_DIR, SESSION_ID
+from webeval.report.versions import versions
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    run_dir = config.stash.get(RUN_DIR, None)
+    if run_dir is None or not (run_dir.path / POPULATION).exists():
+        return
+    from webeval.runtime.browser import find_chromium
+
+    chromium = find_chromium(config.option.browser_path)
+    append_session(run_dir.path, config.stash.get(SESSION_ID, ""), versions(chromium, Path(config.rootpath)))

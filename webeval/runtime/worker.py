@@ -1,0 +1,121 @@
+"""One worker's display, browser and input device: started again when they died, watched while a task runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Awaitable, TypeVar
+
+from webeval.outcomes.record import InfraError
+from webeval.runtime.browser import Browser, find_chromium
+from webeval.runtime.display import Display
+from webeval.runtime.input import VisibleInput
+
+T = TypeVar("T")
+WATCH_EVERY_S = 0.5  # a liveness look costs a few /proc reads: nothing next to a step
+RESPONDS_S = 5.0
+
+
+class WorkerRuntime:
+    """The display and browser of one worker; both are started again if they died between tests."""
+
+    def __init__(self, width: int, height: int, browser_path: str | None) -> None:
+        self.width, self.height = width, height
+        self.executable = find_chromium(browser_path)
+        self.display: Display | None = None
+        self.browser: Browser | None = None
+        self.device: VisibleInput | None = None
+        self.restarts = 0
+
+    async def ready(self) -> "WorkerRuntime":
+        """Every part alive and answering; what died (or stopped answering) is started again. Every wait is bounded:
+        Xvfb 10 s, the driver 30 s, Chromium's launch 30 s, its answer 5 s."""
+        fresh: Browser | None = None
+        if self.display is None or not self.display.alive:
+            await self._close_browser()
+            if self.display is not None:
+                self.display.stop()
+                self.restarts += 1
+            fresh = await self._start_display()
+        if fresh is None and (self.browser is None or self.browser.dead_part()
+                              or not await self.browser.responds(RESPONDS_S)):
+            if self.browser is not None:
+                self.restarts += 1
+            await self._close_browser()
+            fresh = Browser(self.display, self.executable)
+        if fresh is not None:
+            try:
+                await fresh.launch()
+            except BaseException:
+                await fresh.close()
+                raise
+            self.browser = fresh
+        return self
+
+    async def _start_display(self) -> Browser:
+        display = Display(self.width, self.height)
+        # Xvfb and Playwright's driver start side by side: the driver needs no display.
+        fresh = Browser(display, self.executable)
+        driver = asyncio.ensure_future(fresh.start_driver())
+        try:
+            await asyncio.to_thread(display.start)
+            await driver
+        except BaseException:
+            await asyncio.gather(driver, return_exceptions=True)
+            await fresh.close()
+            display.stop()
+            raise
+        self.display = display
+        # One display per worker process: its X clients (screen grabs, PyAutoGUI) all connect to this one.
+        os.environ["DISPLAY"] = display.name
+        os.environ["XAUTHORITY"] = str(display.env()["XAUTHORITY"])
+        if self.device is not None:
+            self.device.close()
+        self.device = VisibleInput(display.name, display.env(), alive=lambda: display.alive)
+        return fresh
+
+    def dead_part(self) -> str | None:
+        """Which part verifiably died (display, driver, browser), from process state alone; None when all run."""
+        if self.display is None or not self.display.alive:
+            return "display"
+        return self.browser.dead_part() if self.browser is not None else "browser"
+
+    async def failure(self) -> InfraError | None:
+        """An InfraError naming the part that is gone or does not answer within its bound; None when all answer."""
+        dead = self.dead_part()
+        if dead is None and not await self.browser.responds(RESPONDS_S):
+            dead = "browser_unresponsive"
+        return InfraError(dead, _GONE[dead]) if dead else None
+
+    async def watched(self, work: Awaitable[T]) -> T:
+        """Run `work`, cancelled as soon as a part of the runtime dies: a dead part must not be waited on."""
+        task = asyncio.ensure_future(work)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
+            if done:
+                return task.result()
+            dead = self.dead_part()
+            if dead is not None:
+                task.cancel()
+                await asyncio.wait({task}, timeout=RESPONDS_S)
+                raise InfraError(dead, _GONE[dead])
+
+    async def _close_browser(self) -> None:
+        if self.browser is not None:
+            await self.browser.close()
+            self.browser = None
+
+    async def close(self) -> None:
+        await self._close_browser()
+        if self.device is not None:
+            self.device.close()
+        if self.display is not None:
+            self.display.stop()
+
+
+_GONE = {
+    "display": "the X display (Xvfb) died",
+    "driver": "Playwright's driver process died",
+    "browser": "Chromium died",
+    "browser_unresponsive": f"Chromium did not answer within {RESPONDS_S:g} s",
+}
