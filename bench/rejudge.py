@@ -25,7 +25,7 @@ from bench.common import ROOT, SCREEN, Figure, cli
 from fixtures.openai_stub import OpenAIStub, text
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
-from webeval.tasks.webvoyager import load_file
+from webeval.benchmarks.webvoyager.tasks import load_file
 
 TASKS_FILE = ROOT.parent / "shared" / "data" / "webvoyager" / "WebVoyager_data.jsonl"
 SHOTS_PER_TASK = 10

@@ -25,8 +25,8 @@ from tests.webvoyager_data import webvoyager_rows
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RESULTS, RunDir
-from webeval.plugin.webvoyager_setup import RUN_CONFIG
-from webeval.tasks.webvoyager import load_file
+from webeval.benchmarks.webvoyager.settings import RUN_CONFIG
+from webeval.benchmarks.webvoyager.tasks import load_file
 
 
 def png(colour: tuple[int, int, int]) -> bytes:

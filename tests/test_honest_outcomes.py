@@ -75,6 +75,9 @@ BODIES = {
     "asserts": "async def test_task(task, run_task):\n    verdict = await run_task(task)\n    assert verdict.success, verdict.reason\n",
     "never_asserts": "async def test_task(task, run_task):\n    await run_task(task)\n",
     "no_verdict": "async def test_task(task, run_task):\n    pass\n",
+    "user_xfail": ("import pytest\n\n\n@pytest.mark.xfail(reason='known to be hard')\n"
+                   "async def test_task(task, run_task):\n    verdict = await run_task(task)\n"
+                   "    assert verdict.success, verdict.reason\n"),
 }
 TWO = ["-k", "Shop--0 or News--0"]
 
@@ -110,6 +113,13 @@ def test_runxfail_cannot_turn_a_masked_task_into_a_failure(tmp_path):
     assert outcomes == {"judge_failed": 2} and summary["failed"] == 0, job.output
     assert "2 xfailed" in job.output and " failed" not in job.output.splitlines()[-1]
     assert job.proc.returncode == 12 and "2 of 2 selected tasks did not complete" in job.output
+
+
+def test_a_users_own_xfail_marker_is_not_an_infrastructure_error(tmp_path):
+    job, summary, outcomes = suite_run(tmp_path, "user_xfail", "wrong")
+    assert outcomes == {"failed": 2} and summary["failed"] == 2 and not summary["masked"], job.output
+    assert "2 xfailed" in job.output and "known to be hard" in job.output
+    assert job.proc.returncode == 0  # every selected task completed; pytest's own status stands
 
 
 def test_a_selected_subset_that_completes_exits_0(tmp_path):

@@ -18,7 +18,7 @@ from fixtures.sites.server import SiteServer
 from tests.conftest import ROOT
 from tests.webvoyager_data import parsed, pytest_run, records
 from webeval.judges.config import JudgeConfig, JudgeConfigError, with_profile
-from webeval.plugin.webvoyager_setup import build
+from webeval.benchmarks.webvoyager.settings import build
 from webeval.policy.openai import ProfileError, load_profile
 
 POLICY = {"base_url": "http://127.0.0.1:9/v1", "model": "agent-model", "screenshots": 2}

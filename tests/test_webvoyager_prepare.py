@@ -12,8 +12,8 @@ import pytest
 
 from tests.webvoyager_data import MAINTAINED, ORIGINAL, need_data, parsed
 from webeval.cli import main
-from webeval.plugin.webvoyager_setup import build
-from webeval.tasks.webvoyager import POPULATIONS
+from webeval.benchmarks.webvoyager.settings import build
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS
 
 
 class _Quiet(SimpleHTTPRequestHandler):

@@ -21,7 +21,7 @@ from webeval.judges.webvoyager import Endpoint, ModelJudge
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
-from webeval.tasks.webvoyager import load_file
+from webeval.benchmarks.webvoyager.tasks import load_file
 
 TODAY = date(2030, 1, 1)
 

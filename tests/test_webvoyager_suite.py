@@ -16,9 +16,9 @@ from tests.webvoyager_data import (
 )
 from webeval.agent.live import LiveSites, blocked_steps
 from webeval.agent.episode import StepRecord
-from webeval.plugin import webvoyager
-from webeval.plugin.webvoyager import SiteChecks
-from webeval.plugin.webvoyager_setup import build
+from webeval.benchmarks import webvoyager
+from webeval.benchmarks.webvoyager import SiteChecks
+from webeval.benchmarks.webvoyager.settings import build
 from webeval.outcomes.redact import redact
 from webeval.runtime.sites import SiteProxy, blocked_page, unreachable
 from webeval.tasks import Task

@@ -12,7 +12,7 @@ import pytest
 from tests.webvoyager_data import DATA, ORIGINAL, MAINTAINED, need_data
 from webeval.tasks import TaskFileError
 from webeval.tasks.dates import render
-from webeval.tasks.webvoyager import (
+from webeval.benchmarks.webvoyager.tasks import (
     POPULATIONS, PinMismatch, load_file, load_population, read_references, read_tasks, task_id,
 )
 

@@ -1,18 +1,14 @@
 """WebVoyager on the live web: one test per task of the chosen population, judged from its evidence.
 
 `pytest -n 8 suites/webvoyager --policy openai ... --judge-base-url URL --judge-model NAME`; see
-`pytest --help` (section "webeval: the WebVoyager suite") for populations, site maps, proxies and re-judging.
+`pytest suites/webvoyager --help` (section "webeval: the WebVoyager suite") for populations, site maps, proxies.
 """
 
 import pytest
 
-from webeval.plugin import webvoyager
+from webeval.benchmarks import webvoyager
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    if config.option.policy is None and config.option.policy_profile:
-        config.option.policy = "openai"  # a model profile says who acts
-    webvoyager.configure(config)
+pytest_plugins = ["webeval.benchmarks.webvoyager"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -13,9 +13,9 @@ import urllib.request
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.plugin.webvoyager_setup import cache_root
+from webeval.benchmarks.webvoyager.settings import cache_root
 from webeval.tasks.population import sha256_of
-from webeval.tasks.webvoyager import POPULATIONS, PinnedFile
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS, PinnedFile
 
 
 def add_parser(subparsers) -> None:

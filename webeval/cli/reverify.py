@@ -17,7 +17,7 @@ from webeval.judges.config import Judging, JudgeConfigError
 from webeval.judges.rejudge import rejudge
 from webeval.outcomes.reconcile import summary_lines, write_summary
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin.webvoyager_setup import RUN_CONFIG, Source, judge_config, parse_today, stored_config
+from webeval.benchmarks.webvoyager.settings import RUN_CONFIG, Source, judge_config, parse_today, stored_config
 
 
 def add_parser(subparsers) -> None:

@@ -7,13 +7,13 @@ import pytest
 import uuid
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary, webvoyager
+from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary
 from webeval.plugin import progress, redaction, versions
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
 
-_PARTS = (redaction, options, selection, rejudge, gate, policies, episode, outcome, suite, summary, webvoyager, allure,
+_PARTS = (options, redaction, selection, rejudge, gate, policies, episode, outcome, suite, summary, allure,
           progress, versions)
 
 

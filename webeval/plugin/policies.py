@@ -44,8 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--policy-api-key-env", default=None, metavar="NAME",
                     help="environment variable holding the API key (default OPENAI_API_KEY)")
     group.addoption("--policy-adapter", default=None, choices=ADAPTERS,
-                    help="how the model acts: tools (default), grid-1, grid-999, webvoyager (set-of-marks), "
-                         "ui-tars, computer-use (Responses API)")
+                    help=f"how the model acts: {', '.join(ADAPTERS)} (default tools; see docs/models.md)")
     group.addoption("--policy-screenshots", type=int, default=None, metavar="K",
                     help="screenshots kept in the prompt (default 3)")
     group.addoption("--policy-timeout", type=float, default=None, metavar="S",

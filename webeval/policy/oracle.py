@@ -74,6 +74,8 @@ class OraclePolicy:
         self._typing_after_click = False
 
     async def _call_for(self, step: OracleStep, screen: tuple[int, int]) -> ToolCall:
+        if step.do == "drag":
+            return await self._drag(step, screen)
         if step.do in ("click", "double_click") or (step.do == "type" and step.selector and not self._typing_after_click):
             target = await self._target(step.selector, screen)
             if isinstance(target, ToolCall):
@@ -97,6 +99,16 @@ class OraclePolicy:
         if step.do == "back":
             return ToolCall.of("navigate", back=True)
         return ToolCall.of("terminate", status="success", answer=step.text)
+
+    async def _drag(self, step: OracleStep, screen: tuple[int, int]) -> ToolCall:
+        start = await self._target(step.selector, screen)
+        if isinstance(start, ToolCall):
+            return start
+        end = await self._target(step.to, screen)
+        if isinstance(end, ToolCall):
+            return end
+        self._advance()
+        return ToolCall.of("computer", action="drag", x=start[0], y=start[1], to_x=end[0], to_y=end[1])
 
     async def _target(self, selector: str, screen: tuple[int, int]) -> tuple[int, int] | ToolCall:
         box = await self._locate(selector)

@@ -52,11 +52,12 @@ class OracleStep(Frozen):
     """One step of a task's built-in solution, against the page: selectors and text, never coordinates.
 
     `selector` is a Playwright selector; the oracle resolves it to screen coordinates at run time and acts
-    through the same executor a model's actions take.
+    through the same executor a model's actions take. A drag goes from `selector`'s centre to `to`'s.
     """
 
-    do: Literal["click", "double_click", "type", "key", "scroll", "navigate", "back", "answer"]
+    do: Literal["click", "double_click", "type", "key", "scroll", "navigate", "back", "answer", "drag"]
     selector: str | None = None
+    to: str | None = None
     text: str | None = None
     keys: list[str] | None = None
     direction: Literal["up", "down"] | None = None
@@ -73,6 +74,7 @@ class OracleStep(Frozen):
             "scroll": ("direction",),
             "navigate": ("url",),
             "answer": ("text",),
+            "drag": ("selector", "to"),
         }.get(self.do, ())
         missing = [name for name in needs if getattr(self, name) is None]
         if missing:

@@ -1,7 +1,8 @@
-"""The WebVoyager suite's part of the plugin: its options, site checks, judge, bot walls, and judge-only re-runs.
+"""The WebVoyager benchmark: its options, populations, site checks and judge, as a pytest plugin.
 
-A suite turns it on from its conftest (`configure(config)` and `parametrize(metafunc)`); other suites never load
-WebVoyager data.
+A suite loads it from its conftest (`pytest_plugins = ["webeval.benchmarks.webvoyager"]`) and parametrizes its test
+with `parametrize(metafunc)`; sessions that do not load it carry none of its options or hooks. Re-judging is the
+core's `--rejudge DIR`: the run's own webvoyager.json fills in the population and the judge it had.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from webeval.outcomes.verdict import Verdict
 from webeval.plugin import suite
 from webeval.plugin.keys import RUN_DIR, TASK
 from webeval.plugin.policies import STOP_EXIT_CODE
-from webeval.plugin.webvoyager_setup import DATA_DIR_ENV, RUN_CONFIG, Setup, build
+from webeval.benchmarks.webvoyager.settings import DATA_DIR_ENV, RUN_CONFIG, Setup, build
 from webeval.runtime.sites import unreachable
 from webeval.tasks import Task
-from webeval.tasks.webvoyager import POPULATIONS
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS
 
 SETUP = pytest.StashKey[Setup]()
 
@@ -60,8 +61,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--judge-concurrency", type=int, default=8, help="judge calls at once in `webeval reverify` (default 8)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.help or getattr(config.option, "version", False):
+        return
+    if config.option.policy is None and config.option.policy_profile:
+        config.option.policy = "openai"  # a model profile says who acts
+    configure(config)
+
+
 def configure(config: pytest.Config) -> Setup:
-    """Called by the suite's conftest: read the population (its pins checked) and settle every option."""
+    """Read the population (its pins checked) and settle every option, once per process."""
     if SETUP not in config.stash:
         config.stash[SETUP] = build(config)
     return config.stash[SETUP]

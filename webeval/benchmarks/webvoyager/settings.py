@@ -16,7 +16,7 @@ from webeval.judges.config import JudgeConfig, JudgeConfigError, parse_kinds, wi
 from webeval.outcomes.rundir import POPULATION
 from webeval.runtime.sites import SiteProxy
 from webeval.tasks import Population, Task, TaskFileError
-from webeval.tasks.webvoyager import POPULATIONS, load_file, load_population
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS, load_file, load_population
 
 DATA_DIR_ENV = "WEBEVAL_DATA_DIR"
 CACHE_ENV = "WEBEVAL_CACHE"
