@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := xvfb xauth chromium xclip xdotool fonts-wqy-microhei python3-tk libxcb-shm0
 WORKERS ?= 2
 
-.PHONY: setup demo test bench lock clean
+.PHONY: setup demo test bench soak lock clean judge-calibration
 
 setup: $(VENV)/.installed
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -49,8 +49,20 @@ demo: setup
 test: setup
 	$(VENV)/bin/pytest -n $(WORKERS) tests -q $(ARGS)
 
+# A labelled evidence set for measuring judges (docs/judges.md): the offline oracle, then its variants.
+judge-calibration: setup
+	@set -e; out=reports/calibration; rm -rf $$out/oracle $$out/set; \
+	$(VENV)/bin/pytest -n $(WORKERS) suites/local -q -p no:randomly --run-dir $$out/oracle $(ARGS); \
+	$(VENV)/bin/webeval calibrate $$out/oracle --tasks fixtures/tasks/local --out $$out/set; \
+	echo "judge it: webeval reverify $$out/set --judge-protocol webvoyager --judge-profile NAME"; \
+	echo "score it: webeval judge-agreement $$out/set"
+
 bench: setup
 	$(PY) bench/run.py
+
+# Five whole runs of the offline suite at -n 8: processes, temporary files and memory left behind (bench/soak.py).
+soak: setup
+	$(PY) bench/run.py --only soak
 
 clean:
 	rm -rf $(VENV) reports

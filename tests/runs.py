@@ -68,25 +68,28 @@ def records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def browser_main_pids(job: Run) -> list[int]:
-    """Chromium's browser processes (not its renderers and helpers) started by the run."""
+def pids_where(job: Run, matches: Callable[[list[bytes]], bool]) -> list[int]:
+    """The run's processes whose command line (split at NULs) matches."""
     found = []
     for pid in job.processes():
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmdline and b"chrom" in cmdline[0] and not any(arg.startswith(b"--type=") for arg in cmdline):
+        if cmdline and matches(cmdline):
             found.append(pid)
     return found
 
 
+def browser_main_pids(job: Run) -> list[int]:
+    """Chromium's browser processes (not its renderers and helpers) started by the run."""
+    return pids_where(job, lambda args: b"chrom" in args[0] and not any(a.startswith(b"--type=") for a in args))
+
+
+def driver_pids(job: Run) -> list[int]:
+    """Playwright's driver: the node process that runs its cli.js (one per worker)."""
+    return pids_where(job, lambda args: args[0].endswith(b"node") and any(b"playwright" in a for a in args))
+
+
 def xvfb_pids(job: Run) -> list[int]:
-    found = []
-    for pid in job.processes():
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "Xvfb":
-                found.append(pid)
-        except OSError:
-            continue
-    return found
+    return pids_where(job, lambda args: Path(args[0].decode(errors="replace")).name == "Xvfb")

@@ -12,22 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-import pytest
 
-from tests.runs import Run, browser_main_pids, records, run, summary, xvfb_pids
-
-
-def driver_pids(job: Run) -> list[int]:
-    """Playwright's driver: the node process that runs its cli.js (one per worker)."""
-    found = []
-    for pid in job.processes():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if cmdline and cmdline[0].endswith(b"node") and any(b"playwright" in arg for arg in cmdline):
-            found.append(pid)
-    return found
+from tests.runs import Run, browser_main_pids, driver_pids, records, run, summary, xvfb_pids
 
 
 def kill_at_random(job: Run, find: Callable[[Run], list[int]], kills: int, seed: int) -> int:
@@ -46,7 +32,8 @@ def kill_at_random(job: Run, find: Callable[[Run], list[int]], kills: int, seed:
     return killed
 
 
-def chaos_run(tmp_path: Path, find: Callable[[Run], list[int]], kills: int, selection: list[str]) -> None:
+def chaos_run(tmp_path: Path, find: Callable[[Run], list[int]], kills: int, selection: list[str],
+              masked_at_least: int = 0) -> None:
     run_dir = tmp_path / "run"
     args = ["-n", "2", "suites/local", *selection, "--run-dir", str(run_dir)]
     job = Run(args, run_dir)
@@ -54,10 +41,13 @@ def chaos_run(tmp_path: Path, find: Callable[[Run], list[int]], kills: int, sele
     status = job.wait(timeout=600)  # a worker that waited forever would end this test here, failed
     outcomes = Counter(r["outcome"] for r in records(run_dir))
     assert killed >= kills * 0.8, f"only {killed} kills landed before the run ended"
-    assert outcomes["failed"] == 0 and outcomes["harness_error"] == 0, (outcomes, job.output[-3000:])
-    assert outcomes["infra_error"] >= 1, outcomes
-    assert status == 12, job.output[-2000:]
-    assert "did not complete" in job.output and "incomplete: score between" in job.output
+    assert set(outcomes) <= {"passed", "infra_error"}, (outcomes, job.output[-3000:])  # never failed, never an error
+    assert outcomes["infra_error"] >= masked_at_least, outcomes
+    if outcomes["infra_error"]:  # a kill between two tasks costs no task: the next one starts what died again
+        assert status == 12 and "did not complete" in job.output, job.output[-2000:]
+        assert "incomplete: score between" in job.output
+    else:
+        assert status == 0, job.output[-2000:]
     resumed = run(["-n", "2", "suites/local", *selection, "--resume", str(run_dir)], run_dir)
     assert resumed.proc.returncode == 0, resumed.output[-2000:]
     final = summary(run_dir)
@@ -66,7 +56,7 @@ def chaos_run(tmp_path: Path, find: Callable[[Run], list[int]], kills: int, sele
 
 
 def test_chromium_killed_at_20_random_moments_never_hangs_and_never_fails_a_task(tmp_path):
-    chaos_run(tmp_path, browser_main_pids, kills=20, selection=[])
+    chaos_run(tmp_path, browser_main_pids, kills=20, selection=[], masked_at_least=1)
 
 
 def test_playwright_driver_killed_at_random_moments_masks_its_tasks(tmp_path):

@@ -164,3 +164,13 @@ def test_runxfail_with_a_model_endpoint_that_dies_after_2_calls_fails_no_task(tm
     outcomes = Counter((r["outcome"], r["kind"]) for r in records(run_dir))
     assert outcomes == {("infra_error", "policy_unavailable"): 3}, job.output
     assert "3 xfailed" in job.output and job.proc.returncode == 12
+
+
+def test_a_missing_browser_is_a_precondition_that_stops_the_session_at_once(tmp_path):
+    run_dir = tmp_path / "run"
+    job = run(["-p", "no:xdist", "suites/local", "-k", "Shop", "--run-dir", str(run_dir),
+               "--browser-path", str(tmp_path / "no-chromium")], run_dir)
+    outcomes = [(r["outcome"], r["kind"]) for r in records(run_dir)]
+    assert outcomes == [("not_run", "browser")], job.output  # the first task, then the session stopped
+    assert f"webeval: stopping the session: Chromium not found at {tmp_path / 'no-chromium'}" in job.output
+    assert job.proc.returncode == 3

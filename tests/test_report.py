@@ -232,9 +232,11 @@ def test_the_pictures_pass_skips_what_it_cannot_read_and_does_each_result_once(t
     a = json.loads((tmp_path / "a-result.json").read_text())
     assert [[x["name"] for x in step["attachments"]][0] for step in a["steps"]] == [
         "screenshot (click marked)", "screenshot", "screenshot"]  # the invalid reply and the missing one unmarked
-    assert Image.open(tmp_path / "a1.png").convert("RGB").getpixel((50, 40))[1] < 100
+    with Image.open(tmp_path / "a1.png") as marked:
+        assert marked.convert("RGB").getpixel((50, 40))[1] < 100
     [replay] = [x for x in a["attachments"] if x["name"] == "replay"]
-    assert Image.open(tmp_path / replay["source"]).n_frames == 2  # the steps that have a screenshot
+    with Image.open(tmp_path / replay["source"]) as frames:
+        assert frames.n_frames == 2  # the steps that have a screenshot
     c = json.loads((tmp_path / "c-result.json").read_text())
     assert c["steps"][0]["attachments"][0]["name"] == "screenshot"
     assert [x["name"] for x in c["attachments"]] == ["replay"]

@@ -3,7 +3,8 @@
 It is the one way a task is run: the pytest plugin maps its record to a test outcome, a benchmark or a script calls
 it directly. Infrastructure never becomes a reward of 0: a part of the runtime that died (or stopped answering)
 makes the attempt infra_error, a judge that failed makes it judge_failed, a runtime that cannot start makes it
-not_run. An exception while every part is alive and answering is a bug of the harness: it is raised, never masked.
+not_run (NotRun is raised). An exception while every part is alive and answering is a bug of the harness: it is
+raised, never masked.
 """
 
 from __future__ import annotations
@@ -93,12 +94,10 @@ async def evaluate(task: Task, how: Evaluation) -> Attempt:
     prepared = how.environment.prepare(task)
     for retry in range(how.infra_retries + 1):
         try:
-            await _ready(how.runtime)
-        except InfraError as exc:
-            if retry == 0:  # it never started: the task did not run
-                return Attempt(attempt_record(how, task, Outcome.not_run, kind=exc.kind,
-                                              reason=f"precondition[{exc.kind}]: {exc.message}"))
-            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
+            await _ready(how.runtime)  # a runtime that cannot exist here (Xvfb missing, say) raises NotRun
+        except InfraError as exc:  # a part died while it started, every time
+            return Attempt(_infra(how, task, exc, episode if retry else None, time.monotonic() - began),
+                           episode if retry else None)
         number, folder = how.run_dir.attempt_dir(task.id)
         episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
         infra = episode.infra
@@ -118,12 +117,15 @@ async def evaluate(task: Task, how: Evaluation) -> Attempt:
     return Attempt(record, episode, decision.verdict)
 
 
-async def _ready(runtime: WorkerRuntime) -> None:
-    """The runtime started, or started again: a part killed while it starts gets a second start."""
-    try:
-        await runtime.ready()
-    except InfraError:
-        await runtime.ready()
+async def _ready(runtime: WorkerRuntime, starts: int = 3) -> None:
+    """The runtime started, or started again: a part killed while it starts gets another start."""
+    for start in range(starts):
+        try:
+            await runtime.ready()
+            return
+        except InfraError:
+            if start == starts - 1:
+                raise
 
 
 async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> Episode:
@@ -139,8 +141,8 @@ async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> 
                 folder, how.settle_cap_s, proxy=prepared.proxy, download_max_bytes=how.download_max_bytes))
             if prepared.cookies:
                 await runtime.watched(session.context.add_cookies(prepared.cookies))
-            loop = AgentLoop(session, runtime.device, how.policy(session, prepared), how.budgets, runtime.failure,
-                             prepared.page)
+            loop = AgentLoop(session, runtime.input_for(session), how.policy(session, prepared), how.budgets,
+                             runtime.failure, prepared.page, observer=runtime.observer_for(session))
             await runtime.watched(loop.run(prepared.task, episode))
             if prepared.read_state is not None:
                 episode.state = await asyncio.to_thread(prepared.read_state)

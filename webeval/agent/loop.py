@@ -18,8 +18,7 @@ from webeval.outcomes.record import FailureClass, InfraError
 from webeval.policy.base import Policy
 from webeval.runtime.aio import gather_or_cancel
 from webeval.runtime.executor import execute
-from webeval.runtime.input import VisibleInput
-from webeval.runtime.observe import screenshot_png
+from webeval.runtime.devices import InputDevice, Observer, ScreenObserver
 from webeval.runtime.session import LastTabClosed, TaskSession
 from webeval.tasks import Task
 
@@ -59,9 +58,10 @@ async def _all_alive() -> InfraError | None:
 
 
 class AgentLoop:
-    def __init__(self, session: TaskSession, device: VisibleInput, policy: Policy, budgets: Budgets,
-                 vitals: Vitals = _all_alive, hooks: PageHooks | None = None) -> None:
+    def __init__(self, session: TaskSession, device: InputDevice, policy: Policy, budgets: Budgets,
+                 vitals: Vitals = _all_alive, hooks: PageHooks | None = None, observer: Observer | None = None) -> None:
         self.session = session
+        self.observer = observer or ScreenObserver(session.display)
         self.hooks = hooks
         self.device = device
         self.policy = policy
@@ -114,10 +114,12 @@ class AgentLoop:
                         self._step(episode, number, last_result), self.budgets.step_timeout_s)
                 except asyncio.TimeoutError:
                     raise InfraError("step_timeout", f"step {number} took over {self.budgets.step_timeout_s:.0f} s")
+                if record is None:  # the page ended the episode itself
+                    return
                 episode.steps.append(record)
                 trajectory.write(json.dumps(step_json(record), ensure_ascii=False) + "\n")
                 trajectory.flush()
-                if done or (self.hooks is not None and await self.hooks.ended(self.session.require_active())):
+                if done:
                     return
                 invalid = invalid + 1 if record.error else 0
                 if invalid >= self.budgets.max_invalid:
@@ -127,15 +129,19 @@ class AgentLoop:
         episode.failure_class = FailureClass.step_budget
         episode.reason = f"no answer within {max_steps} steps"
 
-    async def _step(self, episode: Episode, number: int, last_result: str | None) -> tuple[StepRecord, str | None, bool]:
+    async def _step(self, episode: Episode, number: int,
+                    last_result: str | None) -> tuple[StepRecord | None, str | None, bool]:
         session = self.session
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         timings["settle"] = await session.settle()
+        # Input reaches the page asynchronously: only a settled page can say whether the last action ended it.
+        if number > 1 and self.hooks is not None and await self.hooks.ended(session.require_active()):
+            return None, None, True
         t1 = time.monotonic()
         page = session.require_active()
         # The grab and its encoding run on a thread while the browser is asked for any title the settling did not read.
-        png, tabs = await gather_or_cancel(screenshot_png(session.display), session.tabs())
+        png, tabs = await gather_or_cancel(self.observer.screenshot_png(), session.tabs())
         title = next((tab.title for tab in tabs if tab.active), "")
         events = session.take_events()
         note = "; ".join(filter(None, [last_result, *events])) or None

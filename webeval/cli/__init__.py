@@ -8,7 +8,7 @@ import sys
 import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile")
+COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile", "agreement", "calibrate", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

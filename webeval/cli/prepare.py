@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 from webeval.cli import CommandError
+from webeval.judges.protocols import PROMPT_PINS
+from webeval.judges.protocols.pinned import PromptPin, prompts_folder
 from webeval.benchmarks.webvoyager.settings import cache_root
 from webeval.tasks.population import sha256_of
 from webeval.benchmarks.webvoyager.tasks import POPULATIONS, PinnedFile
@@ -20,7 +22,9 @@ from webeval.benchmarks.webvoyager.tasks import POPULATIONS, PinnedFile
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("prepare", help="download a benchmark's pinned task files into the cache")
-    parser.add_argument("benchmark", choices=["webvoyager"])
+    parser.add_argument("benchmark", choices=["webvoyager", "judge-prompts"],
+                        help="webvoyager: a task population; judge-prompts: the pinned prompt files of the judge "
+                             "protocols (into $WEBEVAL_JUDGE_PROMPTS, else ~/.cache/webeval/judge-prompts)")
     parser.add_argument("--population", default="original", choices=sorted(POPULATIONS),
                         help="which population (default original)")
     parser.add_argument("--cache-dir", type=Path, default=None,
@@ -50,7 +54,7 @@ def _fetch(pin: PinnedFile, args: argparse.Namespace, target: Path) -> None:
         raise CommandError(f"{url}: {getattr(exc, 'reason', exc)}") from None
 
 
-def prepare(pin: PinnedFile, folder: Path, args: argparse.Namespace) -> str:
+def prepare(pin: PinnedFile | PromptPin, folder: Path, args: argparse.Namespace) -> str:
     target = folder / pin.name
     if target.is_file() and sha256_of([target]) == pin.sha256:
         return f"{target}: already prepared"
@@ -67,6 +71,12 @@ def prepare(pin: PinnedFile, folder: Path, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.benchmark == "judge-prompts":
+        folder = prompts_folder(args.cache_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for pin in PROMPT_PINS:
+            print(prepare(pin, folder, args))
+        return 0
     pin = POPULATIONS[args.population]
     folder = (args.cache_dir or cache_root()) / pin.name
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ import pytest
 
 from webeval.cli import CommandError
 from webeval.judges.config import Judging, JudgeConfigError
+from webeval.judges.protocols import PROTOCOLS
 from webeval.judges.rejudge import rejudge
 from webeval.outcomes.reconcile import summary_lines, write_summary
 from webeval.outcomes.rundir import RunDir
@@ -34,6 +35,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--judge-screenshots", type=int, default=None, metavar="K")
     parser.add_argument("--judge-concurrency", type=int, default=8, help="judge calls at once (default 8)")
     parser.add_argument("--judge-failed-only", action="store_true", help="only the tasks whose judge failed")
+    parser.add_argument("--judge-protocol", default=None, choices=PROTOCOLS, help="default: the run's")
+    parser.add_argument("--judge-prompts", default=None, metavar="DIR", help="the pinned prompt files' folder")
+    parser.add_argument("--no-judge-cache", action="store_true", help="judge again even evidence judged before")
     parser.add_argument("--data-dir", default=None, help="where the population's files are now, if they moved")
     parser.set_defaults(func=run)
 

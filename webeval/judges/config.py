@@ -15,7 +15,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from webeval.judges.reference import reference_verdict
-from webeval.judges.webvoyager import Endpoint, ModelJudge
+from webeval.judges import cache, protocols
+from webeval.judges.ensemble import vote
+from webeval.judges.protocols.pinned import prompts_folder
+from webeval.judges.webvoyager import Endpoint
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.redact import Secret, declare
@@ -66,7 +69,11 @@ class JudgeConfig:
     timeout_s: float = 120.0
     retries: int = 2
     temperature: float | None = 0.0
-    screenshots: int | None = None  # the last K; None means all (bounded)
+    screenshots: int | None = None  # the last K; None means all (bounded), or the protocol's own default
+    protocol: str = "webeval"
+    prompts: str | None = None  # the folder of pinned upstream prompt files (see judges.protocols.pinned)
+    cache: bool = False  # verdicts kept next to the evidence; the options turn it on, --no-judge-cache off
+    members: tuple["JudgeConfig", ...] = ()  # an ensemble's judges (--judge-ensemble), each from its profile
 
     @property
     def uses_model(self) -> bool:
@@ -74,6 +81,8 @@ class JudgeConfig:
 
     @property
     def configured(self) -> bool:
+        if self.members:
+            return all(member.configured for member in self.members)
         return not self.uses_model or bool(self.base_url and self.model)
 
     def public(self) -> dict[str, Any]:
@@ -87,8 +96,11 @@ class JudgeConfig:
         if not self.configured:
             return (f"judge: {kinds}, NOT CONFIGURED (pass --judge-base-url and --judge-model, or --judge-profile): "
                     "finished tasks will be judge_failed until re-judged with --rejudge")
+        if self.members:
+            return f"judge: ensemble of {len(self.members)} by majority, protocol {self.protocol}: " + ", ".join(
+                f"{m.model} at {m.base_url}" for m in self.members)
         key = f", key from ${self.api_key_env}" if self.api_key_env else ""
-        return f"judge: {kinds}, model {self.model} at {self.base_url}{key}"
+        return f"judge: {kinds}, protocol {self.protocol}, model {self.model} at {self.base_url}{key}"
 
     def endpoint(self, environ: dict[str, str] | None = None) -> Endpoint:
         environ = os.environ if environ is None else environ
@@ -151,6 +163,17 @@ def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
     return replace(config, **filled)
 
 
+def with_members(config: JudgeConfig, names: str, root: Path | None = None) -> JudgeConfig:
+    """An ensemble: each name (a profile name or path) a member judge of the same protocol, filled from its
+    profile alone."""
+    chosen = [name.strip() for name in names.split(",") if name.strip()]
+    if len(chosen) < 2:
+        raise JudgeConfigError(f"--judge-ensemble {names!r}: name two or more judge profiles (A,B,C)")
+    bare = replace(config, base_url=None, model=None, api_key_env=None, temperature=JudgeConfig().temperature,
+                   members=())
+    return replace(config, members=tuple(with_profile(replace(bare, profile=name), root) for name in chosen))
+
+
 async def check_endpoint(endpoint: Endpoint, timeout_s: float = 15.0) -> None:
     """Stop before any task when the judge cannot work at all: unreachable, key refused, model not served."""
     import openai
@@ -184,11 +207,20 @@ class Judging:
 
     def __init__(self, config: JudgeConfig, environ: dict[str, str] | None = None) -> None:
         self.config = config
-        self.model = ModelJudge(config.endpoint(environ), config.screenshots) if config.uses_model else None
+        self.model = None
+        self.members = [Judging(member, environ) for member in config.members]
+        if config.uses_model and not self.members:
+            try:
+                self.model = protocols.build(config.protocol, config.endpoint(environ), config.screenshots,
+                                             prompts_folder(config.prompts))
+            except JudgeError as exc:  # the pinned prompt file is missing or not the pin's
+                raise JudgeConfigError(str(exc)) from None
 
     def deadline_s(self) -> float:
         """The longest a whole judgement may take: every ask, each with its retries, and a margin for the backoff.
         The client's timeout bounds each read, not a reply that trickles in slower than it."""
+        if self.members:  # they judge at once
+            return max(member.deadline_s() for member in self.members)
         asks = self.model.reasks + 1 if self.model is not None else 1
         return self.config.timeout_s * (self.config.retries + 1) * asks + DEADLINE_MARGIN_S
 
@@ -203,20 +235,38 @@ class Judging:
             raise JudgeError(f"{where}: the response is JSON nested too deeply to read", kind="schema") from None
 
     async def _judge(self, task: Task, evidence: Evidence) -> Verdict:
+        if self.members:
+            results = await asyncio.gather(*(m._judge(task, evidence) for m in self.members), return_exceptions=True)
+            names = [Path(m.config.profile).stem if m.config.profile and is_path(m.config.profile)
+                     else m.config.profile or m.config.model or "?" for m in self.members]
+            return vote(names, list(results))
         if self.model is None:
             return reference_verdict(task, evidence.answer)
         if "reference" in self.config.kinds and task.reference_answers:
             reference = reference_verdict(task, evidence.answer)
             if not reference.success:
                 return reference
-            verdict = await self.model.judge(task, evidence)
+            verdict = await self._model_verdict(task, evidence)
             return verdict.model_copy(update={
                 "judge": "webvoyager+reference",
                 "reason": f"{verdict.reason} (reference: {reference.reason})",
                 "details": {**verdict.details, "reference": reference.details},
             })
-        return await self.model.judge(task, evidence)
+        return await self._model_verdict(task, evidence)
+
+    async def _model_verdict(self, task: Task, evidence: Evidence) -> Verdict:
+        if not self.config.cache:
+            return await self.model.judge(task, evidence)
+        key = cache.cache_key(evidence, self.config.protocol, f"{self.config.model} at {self.config.base_url}",
+                              self.model.prompt_version)
+        verdict = cache.cached(evidence, key)
+        if verdict is None:
+            verdict = await self.model.judge(task, evidence)
+            cache.store(evidence, key, verdict)
+        return verdict
 
     async def close(self) -> None:
+        for member in self.members:
+            await member.close()
         if self.model is not None:
             await self.model.close()

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from webeval.outcomes import epochs
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
@@ -43,6 +44,7 @@ class Summary(BaseModel):
     final: dict[str, str]  # task id -> its final outcome ("missing" when it has none)
     usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
     conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
+    epochs: dict[str, Any] = {}  # a K-epoch run's pass@1, pass@k, pass^k, flakiness and standard error
 
     @property
     def masked_total(self) -> int:
@@ -114,6 +116,8 @@ def reconcile(population: Population, records: list[AttemptRecord],
         usage.update(record.usage)
     n = population.size
     completed = passed + failed
+    final_outcomes = {tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids}
+    epoch_count = (conventions or {}).get(epochs.CONVENTION, "")
     return Summary(
         population=population.name,
         sha256=population.sha256,
@@ -131,9 +135,11 @@ def reconcile(population: Population, records: list[AttemptRecord],
         per_site=dict(sorted(per_site.items())),
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
-        final={tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids},
+        final=final_outcomes,
         usage={key: round(value, 3) for key, value in sorted(usage.items())},
         conventions=conventions or {},
+        epochs=epochs.figures(final_outcomes, int(epoch_count)) if epoch_count.isdigit() and int(epoch_count) > 1
+        else {},
     )
 
 
@@ -156,6 +162,7 @@ def summary_lines(summary: Summary) -> list[str]:
         lines.append(f"  unexpected (records of tasks outside the population, not scored): {shown}")
     if summary.failure_classes:
         lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
+    lines += epochs.lines(summary.epochs)
     if any(summary.usage.values()):
         lines.append("  policy: " + ", ".join(f"{k} {v:g}" for k, v in summary.usage.items()))
     width = max((len(s) for s in summary.per_site), default=4)
@@ -192,6 +199,8 @@ def summary_markdown(summary: Summary) -> str:
         rows += ["", "Masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items())]
     if summary.missing:
         rows += ["", "Missing: " + ", ".join(summary.missing)]
+    if summary.epochs:
+        rows += ["", *(line.strip() for line in epochs.lines(summary.epochs))]
     return "\n".join(rows) + "\n"
 
 

@@ -243,10 +243,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     population = run_dir.population()
     records = run_dir.records()
     from webeval.plugin import policies
+    from webeval.plugin.browsers import provider as browser_provider
+
+    provider = browser_provider(config)
 
     env = environment(population, records, policy=config.option.policy, model=_model_name(config),
                       chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath),
-                      recipe=policies.recipe())
+                      recipe=policies.recipe(), browser=(str(provider), provider.input_path))
     env["score"] = reconcile(population, records).headline()  # an interval while the run is incomplete
     missing = complete_results(folder, run_dir, env)
     config.stash[_COMPLETED] = (folder, len(missing), population.size)

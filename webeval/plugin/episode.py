@@ -19,11 +19,11 @@ from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
+from webeval.plugin.browsers import make_runtime
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge import FINAL
 from webeval.plugin.options import Settings
-from webeval.plugin.policies import make_policy
-from webeval.runtime.worker import WorkerRuntime
+from webeval.plugin.policies import make_policy, stop_session
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -58,10 +58,9 @@ def webeval_judge() -> Judge:
 
 
 @pytest.fixture(scope="session")
-async def webeval_runtime(webeval_settings: Settings):
-    """The worker's display, browser and input device, started when the first task needs them."""
-    width, height = webeval_settings.screen
-    runtime = WorkerRuntime(width, height, webeval_settings.browser_path)
+async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
+    """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
+    runtime = make_runtime(pytestconfig, webeval_settings)
     try:
         yield runtime
     finally:
@@ -92,7 +91,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         return
     if webeval_settings.policy is None:
         # Every task would break the same way: stop after this one, with the one thing to do.
-        item.session.shouldstop = NO_POLICY
+        stop_session(item, NO_POLICY)
         raise NotRun("no_policy", NO_POLICY)
     how = Evaluation(
         runtime=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
@@ -103,7 +102,12 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
 
     async def run(task: Task) -> Verdict:
-        return _handed(item, await evaluate(task, how))
+        try:
+            return _handed(item, await evaluate(task, how))
+        except NotRun as exc:
+            if exc.kind in ("display", "browser"):  # no task can run on this machine: stop with the one thing to do
+                stop_session(item, exc.message)
+            raise
 
     # The last resort, for an event loop that is itself blocked (no timer can fire): the worker process dumps its
     # stacks and exits, xdist replaces it, and the task is recorded as infra[worker_crashed] by the controller.

@@ -211,7 +211,8 @@ def _replay_policy(replay_from: Path, screen: tuple[int, int], session: TaskSess
 
 
 # -- a refused API key mid-run stops the session (the task itself is masked as infra[policy_auth]) -----------------
-def _stop(item: pytest.Item, message: str) -> None:
+def stop_session(item: pytest.Item, message: str) -> None:
+    """Stop the whole session (every xdist worker too) after this test: nothing more can run. It exits 3."""
     config = item.config
     text = f"webeval: stopping the session: {message}"
     if not config.stash.get(STOPPED, None):
@@ -228,7 +229,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     attempt = item.stash.get(ATTEMPT, None)
     episode = attempt.episode if attempt is not None else None
     if report.when == "call" and episode is not None and isinstance(episode.infra, PolicyAuthError):
-        _stop(item, episode.infra.message)  # the client's messages never carry the key
+        stop_session(item, episode.infra.message)  # the client's messages never carry the key
     return report
 
 

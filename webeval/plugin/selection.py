@@ -8,8 +8,10 @@ the decision reaches every xdist worker unchanged, so all workers collect the sa
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 import pytest
 
@@ -20,18 +22,35 @@ from webeval.plugin.keys import RUN_DIR
 DONE = pytest.StashKey[frozenset[str]]()
 RERUN = pytest.StashKey[tuple[frozenset[str], frozenset[str]]]()  # DIR's failed tasks, the cache's failed node ids
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
+K8S_INDEX, CI_INDEX, TOTAL = "JOB_COMPLETION_INDEX", "WEBEVAL_SHARD_INDEX", "WEBEVAL_SHARD_TOTAL"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("webeval")
     group.addoption("--resume", default=None, metavar="DIR",
                     help="continue the run in DIR: run only tasks without a valid result, append to DIR")
-    group.addoption("--shard", default=None, metavar="K/N", help="run the K-th of N deterministic shards by task id")
+    group.addoption("--shard", default=None, metavar="K/N",
+                    help="run the K-th of N deterministic shards by task id; auto: K and N from the environment of "
+                         "a Kubernetes Indexed Job or a CI matrix (docs/scale.md)")
+
+
+def auto_shard(env: Mapping[str, str]) -> str:
+    """K/N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, from 0, and WEBEVAL_SHARD_TOTAL) or a CI matrix
+    (WEBEVAL_SHARD_INDEX, from 1, and WEBEVAL_SHARD_TOTAL)."""
+    total = env.get(TOTAL)
+    if env.get(K8S_INDEX, "").isdigit() and total:
+        return f"{int(env[K8S_INDEX]) + 1}/{total}"
+    if env.get(CI_INDEX) and total:
+        return f"{env[CI_INDEX]}/{total}"
+    raise pytest.UsageError(f"--shard auto: set {TOTAL} and either {K8S_INDEX} (a Kubernetes Indexed Job, from 0) "
+                            f"or {CI_INDEX} (a CI matrix, from 1)")
 
 
 def shard_of(option: str | None) -> tuple[int, int] | None:
     if option is None:
         return None
+    if option == "auto":
+        option = auto_shard(os.environ)
     match = _SHARD.match(option)
     if not match or not 1 <= int(match[1]) <= int(match[2]):
         raise pytest.UsageError(f"--shard {option!r}: expected K/N with 1 <= K <= N, for example 1/2")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
 from webeval.plugin.keys import RUN_DIR, TASK
 from webeval.tasks import Population, Task
@@ -15,10 +16,14 @@ def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[T
     """Each task becomes `test[<task id>]`; the population, not the selection, is the run's denominator."""
     if "task" not in metafunc.fixturenames:
         return
+    epochs = getattr(metafunc.config.option, "epochs", 1) or 1
+    population, tasks = expand(population, tasks, epochs)
     run_dir: RunDir | None = metafunc.config.stash.get(RUN_DIR, None)
     if run_dir is not None:
         try:
             run_dir.create(population)
+            if epochs > 1:
+                run_dir.set_conventions({CONVENTION: str(epochs)})
         except PopulationMismatch as exc:
             # Not this session's run directory: nothing is written into it, and the session stops with one line.
             # A UsageError raised here would show as a broken test module, with a traceback: it is raised once

@@ -29,9 +29,12 @@ def judges_of(records: list[AttemptRecord]) -> str:
 
 
 def environment(population: Population, records: list[AttemptRecord], *, policy: str | None, model: str | None,
-                chromium: str | None, root: Path, recipe: dict[str, str] | None = None) -> dict[str, str]:
-    """`recipe` is the model's serving recipe, from its profile (revision, chat template, parsers, image limits)."""
+                chromium: str | None, root: Path, recipe: dict[str, str] | None = None,
+                browser: tuple[str, str] | None = None) -> dict[str, str]:
+    """`recipe` is the model's serving recipe, from its profile (revision, chat template, parsers, image limits);
+    `browser` is where the browsers came from and the input path that ran (its kind only, never its endpoint)."""
     return {
+        **({"browser": browser[0], "input": browser[1]} if browser else {}),
         "model": model or (policy if policy == "oracle" else "unknown"),
         "judge": judges_of(records),
         "population": population.name,

@@ -14,7 +14,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
 from playwright.async_api._context_manager import PlaywrightContextManager
 
-from webeval.outcomes.record import InfraError
+from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.display import Display
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession, close_context, responds
@@ -126,6 +126,8 @@ class Browser:
         return proc.pid if proc is not None else None
 
     async def launch(self) -> "Browser":
+        if self.executable and not os.access(self.executable, os.X_OK):
+            raise NotRun("browser", f"Chromium not found at {self.executable}: run `make setup`, or pass --browser-path")
         began = time.monotonic()
         await self.start_driver()
         # Every new window opens with its toolbar above the screen's top edge and its page covering the screen, so a

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from webeval.outcomes.record import InfraError
+from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.procs import spawn, stop
 
 
@@ -28,7 +28,7 @@ class Display:
 
     def start(self, timeout: float = 10.0) -> "Display":
         if shutil.which("Xvfb") is None:
-            raise InfraError("display", "Xvfb is not installed: run `make setup` (apt package xvfb)")
+            raise NotRun("display", "Xvfb is not installed: run `make setup` (apt package xvfb)")
         began = time.monotonic()
         # A cookie only this worker knows: no other process, another worker's included, can reach the display.
         self._auth.write_bytes(_xauth_entry(_FAMILY_WILD, b"", b"", self._cookie))

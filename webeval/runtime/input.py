@@ -6,11 +6,13 @@ Every call blocks on X round trips, so the async core runs them on one dedicated
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, Iterator
 
 from webeval.actions import Computer
 from webeval.outcomes.record import InfraError
@@ -27,16 +29,42 @@ def _pyautogui(connection):
     pyautogui binds to $DISPLAY when first imported; a restarted Xvfb (even one that got the same display number)
     needs a new connection, so each device brings its own and hands it over before every action.
     """
-    import pyautogui
-    from pyautogui import _pyautogui_x11 as x11
+    with _their_leaks():
+        import pyautogui
+        from pyautogui import _pyautogui_x11 as x11
 
     pyautogui.PAUSE = 0
     pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
     if not hasattr(x11, "_webeval_devices"):
         x11._webeval_devices = True
         x11._display.close()  # the connection pyautogui made on import: every device brings its own
+        _close_import_leftovers()
     x11._display = connection
     return pyautogui
+
+
+@contextlib.contextmanager
+def _their_leaks() -> Iterator[None]:
+    """python-xlib leaves the X authority file open at every connection, and PyAutoGUI's imports drop pipes of the
+    `which` processes they run: warnings about files of theirs, not ours (ours are closed, see below)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        yield
+
+
+def _close_import_leftovers() -> None:
+    """What PyAutoGUI's imports opened and keep: mouseinfo's X connection, and the pipes of pyscreeze's last `which`
+    process. Left open, they are the unclosed X11 socket and files reported when the process exits."""
+    import mouseinfo
+    import pyscreeze
+
+    display = getattr(mouseinfo, "_display", None)
+    with contextlib.suppress(Exception):  # its X server may be gone already
+        display.close()
+    which = getattr(pyscreeze, "whichProc", None)
+    for pipe in (getattr(which, "stdout", None), getattr(which, "stderr", None)):
+        if pipe is not None:
+            pipe.close()
 
 
 def clipboard(env: dict[str, str]) -> str | None:
@@ -95,7 +123,8 @@ class VisibleInput:
             os.environ["XAUTHORITY"] = self._env["XAUTHORITY"]
             from Xlib.display import Display as XDisplay
 
-            self._connection = XDisplay(self.display_name)
+            with _their_leaks():
+                self._connection = XDisplay(self.display_name)
         return self._connection
 
     def _perform(self, a: Computer) -> None:

@@ -9,7 +9,9 @@ from typing import Awaitable, TypeVar
 from webeval.outcomes.record import InfraError
 from webeval.runtime.browser import Browser, find_chromium
 from webeval.runtime.display import Display
+from webeval.runtime.devices import ScreenObserver
 from webeval.runtime.input import VisibleInput
+from webeval.runtime.session import TaskSession
 
 T = TypeVar("T")
 WATCH_EVERY_S = 0.5  # a liveness look costs a few /proc reads: nothing next to a step
@@ -73,6 +75,12 @@ class WorkerRuntime:
             self.device.close()
         self.device = VisibleInput(display.name, display.env(), alive=lambda: display.alive)
         return fresh
+
+    def input_for(self, session: TaskSession) -> VisibleInput:
+        return self.device
+
+    def observer_for(self, session: TaskSession) -> ScreenObserver:
+        return ScreenObserver(self.display)
 
     def dead_part(self) -> str | None:
         """Which part verifiably died (display, driver, browser), from process state alone; None when all run."""

@@ -18,6 +18,7 @@ import pytest
 
 from webeval.agent.live import LiveSites
 from webeval.judges.config import Judging, JudgeConfigError, check_endpoint
+from webeval.judges.protocols import PROTOCOLS
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
@@ -59,6 +60,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--judge-temperature", default="0", help="the judge's sampling temperature, or 'none' to send none")
     add("--judge-screenshots", type=int, default=None, metavar="K", help="the judge sees the last K screenshots")
     add("--judge-concurrency", type=int, default=8, help="judge calls at once in `webeval reverify` (default 8)")
+    add("--judge-protocol", default=None, choices=PROTOCOLS,
+        help="how the judge is asked: webeval (JSON, the default), webvoyager (the original, word for word) "
+             "or webjudge (Online-Mind2Web's three stages)")
+    add("--judge-prompts", default=None, metavar="DIR",
+        help="the folder of pinned upstream prompt files (default $WEBEVAL_JUDGE_PROMPTS, else the prepared cache)")
+    add("--no-judge-cache", action="store_true", help="judge again even evidence this judge has judged before")
+    add("--judge-ensemble", default=None, metavar="A,B,C",
+        help="judge profiles (names or paths) that decide by majority vote; every member's verdict is kept")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -112,7 +121,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if setup.judge.uses_model and setup.judge.configured:
         try:
-            asyncio.run(check_endpoint(setup.judge.endpoint()))
+            for judge in setup.judge.members or (setup.judge,):
+                asyncio.run(check_endpoint(judge.endpoint()))
         except JudgeConfigError as exc:
             # like a policy endpoint that cannot work: every task would fail to be judged, so nothing starts
             pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)

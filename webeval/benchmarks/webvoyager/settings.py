@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from webeval.agent.live import ALL_SITES, LiveSites
-from webeval.judges.config import JudgeConfig, JudgeConfigError, parse_kinds, with_profile
+from webeval.judges.config import JudgeConfig, JudgeConfigError, parse_kinds, with_members, with_profile
+from webeval.judges import protocols
+from webeval.judges.protocols.pinned import prompts_folder
+from webeval.outcomes.record import JudgeError
 from webeval.outcomes.rundir import POPULATION
 from webeval.runtime.sites import SiteProxy
 from webeval.tasks import Population, Task, TaskFileError
@@ -131,12 +134,18 @@ def judge_config(option: Any, stored: dict[str, Any], root: Path) -> JudgeConfig
             timeout_s=option.judge_timeout, retries=option.judge_retries,
             temperature=None if temperature == "none" else float(temperature),
             screenshots=option.judge_screenshots,
+            protocol=getattr(option, "judge_protocol", None) or before.get("protocol") or "webeval",
+            prompts=getattr(option, "judge_prompts", None) or before.get("prompts"),
+            cache=not getattr(option, "no_judge_cache", False),
         )
         config = with_profile(config, root)
+        if getattr(option, "judge_ensemble", None):
+            config = with_members(config, option.judge_ensemble, root)
         if config.uses_model and config.configured:
-            config.endpoint()  # a key variable that is not set stops the session here, not in every task
+            for one in config.members or (config,):  # a key variable not set stops the session here
+                protocols.build(one.protocol, one.endpoint(), one.screenshots, prompts_folder(one.prompts))
         return config
-    except JudgeConfigError as exc:
+    except (JudgeConfigError, JudgeError) as exc:
         raise pytest.UsageError(str(exc)) from None
     except ValueError:
         raise pytest.UsageError(f"--judge-temperature {temperature!r}: expected a number or 'none'") from None

@@ -1,0 +1,145 @@
+"""soak_leaked_processes, soak_leaked_tmp and soak_mem_growth_mb: `pytest -n 8 suites/local`, five times in a row.
+
+After each run: the processes the run started that are still there (Xvfb, Chromium and its helpers, its crashpad
+handler, Playwright's node driver), the entries it left in its temporary directory (each run gets a directory of its
+own as TMPDIR, so nothing of another program's counts; X lock files, which Xvfb keeps in /tmp whatever TMPDIR says, are
+counted too; pytest's own tmp_path root, which it keeps by design, is not), the most file descriptors the controller
+had open, and the host's available memory. Goals: no process and no temporary entry left after any run; available memory at the end at most 50 MB below
+what it was before the first run.
+
+    .venv/bin/python -m bench.soak [--runs 5] [--workers 8] [--select EXPR] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.common import ROOT, Figure, cli, kind_of, loadavg, run_processes
+
+MARKER = "WEBEVAL_SOAK_RUN"
+WATCHED = ("Xvfb", "chromium", "chrome_crashpad_handler", "node")  # kind_of() names, by prefix
+LOOK_EVERY_S = 0.5
+RUN_TIMEOUT_S = 900.0
+
+
+def available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _started(pid: int) -> str | None:
+    """A process's start time (field 22 of its stat): a pid reused by another process is not the one we saw."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _x_locks() -> set[str]:
+    return {path.name for path in Path("/tmp").glob(".X*-lock")}
+
+
+class Watch:
+    """Every process of one run, seen while it runs (its descendants, and what carries its marker)."""
+
+    def __init__(self, root: int, marker: str) -> None:
+        self.root, self.marker = root, marker
+        self.seen: dict[int, str | None] = {}
+        self.controller_fds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._look, daemon=True)
+        self._thread.start()
+
+    def _look(self) -> None:
+        while not self._stop.wait(LOOK_EVERY_S):
+            for pid in run_processes(self.root, self.marker):
+                self.seen.setdefault(pid, _started(pid))
+            try:
+                self.controller_fds = max(self.controller_fds, len(os.listdir(f"/proc/{self.root}/fd")))
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def left(self) -> dict[int, str]:
+        """The run's watched processes still alive after it exited (the same process: same pid, same start time)."""
+        for pid in run_processes(self.root, self.marker):  # the root is gone: what carries the marker, reparented
+            self.seen.setdefault(pid, _started(pid))
+        alive = {pid: kind_of(pid) for pid, started in self.seen.items() if started and _started(pid) == started}
+        return {pid: kind for pid, kind in alive.items() if kind.startswith(WATCHED)}
+
+
+def one_run(workers: int, select: str | None, scratch: Path, number: int) -> dict:
+    tmp = scratch / f"tmp-{number}"
+    tmp.mkdir()
+    token = secrets.token_hex(6)
+    env = {**os.environ, "TMPDIR": str(tmp), MARKER: token, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "suites/local", "-n", str(workers), "-q", "-p", "no:cacheprovider",
+               "--run-dir", str(scratch / f"run-{number}")] + (["-k", select] if select else [])
+    locks_before = _x_locks()
+    began = time.monotonic()
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watch = Watch(proc.pid, f"{MARKER}={token}")
+    try:
+        output, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+    finally:
+        watch.stop()
+    time.sleep(1.0)  # what a run leaves has this long to go, as a next run would give it
+    left = watch.left()
+    # pytest-xdist has pytest make its tmp_path root for the workers; pytest keeps it on purpose (3 sessions' worth).
+    entries = sorted(path.name for path in tmp.iterdir() if not path.name.startswith("pytest-of-"))
+    locks = sorted(_x_locks() - locks_before)
+    return {"exit": proc.returncode, "wall_s": round(time.monotonic() - began, 1), "processes_left": left,
+            "tmp_left": entries + [f"/tmp/{lock}" for lock in locks], "controller_fds_max": watch.controller_fds,
+            "available_mb": round(available_mb(), 1), "tail": output.strip().splitlines()[-1:] if output else []}
+
+
+def measure(runs: int = 5, workers: int = 8, select: str | None = None) -> list[Figure]:
+    load = loadavg()
+    before = available_mb()
+    results = []
+    scratch = Path(tempfile.mkdtemp(prefix="webeval-soak-"))
+    try:
+        for number in range(1, runs + 1):
+            results.append(one_run(workers, select, scratch, number))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for pid in {pid for result in results for pid in result["processes_left"]}:
+            subprocess.run(["kill", "-9", str(pid)], capture_output=True)  # a leak is counted, not kept
+    complete = all(result["exit"] == 0 for result in results)
+    details = {"runs": results, "workers": workers, "select": select, "available_mb_before": round(before, 1),
+               "load_before": load, "load_after": loadavg()}
+    leaked = sum(len(result["processes_left"]) for result in results)
+    leaked_tmp = sum(len(result["tmp_left"]) for result in results)
+    growth = round(before - results[-1]["available_mb"], 1) if results else None
+    return [
+        Figure("soak_leaked_processes", leaked if complete else None, 0, "processes", "<=", details),
+        Figure("soak_leaked_tmp", leaked_tmp if complete else None, 0, "entries", "<=", {"runs": runs}),
+        Figure("soak_mem_growth_mb", growth if complete else None, 50, "MB", "<=",
+               {"available_mb": [r["available_mb"] for r in results], "before": round(before, 1)}),
+    ]
+
+
+def _options(parser) -> None:
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--select", default=None, metavar="EXPR", help="a -k expression (a shorter soak)")
+
+
+if __name__ == "__main__":
+    cli(__doc__, measure, _options)

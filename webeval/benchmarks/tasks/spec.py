@@ -1,0 +1,128 @@
+"""A task file of one's own, without Python: one task per JSON line, each with exactly one verifier.
+
+    {"id": "save-note", "site": "notes", "goal": "Save a note that says hello.", "start_url": "http://127.0.0.1:8000/",
+     "page": {"selector": "#status", "exact": "Saved"}}
+
+Verifiers: `answer` (the agent's final answer), `url` (the URL the episode ended on) or `page` (the text of the first
+element a CSS `selector` matches, read before the browser context closes) each with one of `exact`, `contains` or
+`regex`; or `rubric`, criteria for a model judge. Optional: `max_steps`, `tags`, and an oracle `solution`
+(webeval.tasks.OracleStep). docs/suites.md has a worked example.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from webeval.tasks import OracleStep, Task, read_jsonl
+from webeval.tasks.model import Frozen
+
+VERIFIERS = ("answer", "url", "page", "rubric")
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Match(Frozen):
+    """Exactly one of: `exact` (equal, whitespace collapsed), `contains` (a substring) or `regex` (found anywhere:
+    anchor it with ^ and $ to match the whole); all case-sensitive."""
+
+    exact: str | None = None
+    contains: str | None = None
+    regex: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Match":
+        given = [name for name in ("exact", "contains", "regex") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'exact', 'contains' or 'regex'")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex {self.regex!r} does not compile: {exc}") from None
+        return self
+
+    @property
+    def kind(self) -> Literal["exact", "contains", "regex"]:
+        return "exact" if self.exact is not None else "contains" if self.contains is not None else "regex"
+
+    @property
+    def expected(self) -> str:
+        return getattr(self, self.kind)
+
+    def holds(self, text: str) -> bool:
+        if self.exact is not None:
+            return collapse(text) == collapse(self.exact)
+        if self.contains is not None:
+            return self.contains in text
+        return re.search(self.regex, text) is not None
+
+    def describe(self) -> str:
+        return {"exact": "equal to", "contains": "containing", "regex": "matching"}[self.kind] + f" {self.expected!r}"
+
+
+class PageProbe(Match):
+    selector: str = Field(min_length=1)
+
+
+class TaskEntry(Frozen):
+    """One line of a task file."""
+
+    id: str
+    site: str = Field(min_length=1)
+    goal: str = Field(min_length=1)
+    start_url: str
+    answer: Match | None = None
+    url: Match | None = None
+    page: PageProbe | None = None
+    rubric: list[str] | None = Field(default=None, min_length=1)
+    max_steps: int | None = Field(default=None, ge=1)
+    tags: list[str] = Field(default_factory=list)
+    solution: list[OracleStep] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rubric_text(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("rubric"), str):
+            return {**data, "rubric": [data["rubric"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _one_verifier(self) -> "TaskEntry":
+        given = [name for name in VERIFIERS if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a task needs exactly one verifier of {', '.join(VERIFIERS)} "
+                             f"({'none' if not given else ' and '.join(given)} given)")
+        if self.rubric is not None and not all(criterion.strip() for criterion in self.rubric):
+            raise ValueError("a rubric criterion is empty")
+        return self
+
+    @property
+    def verifier(self) -> str:
+        return next(name for name in VERIFIERS if getattr(self, name) is not None)
+
+    def task(self) -> dict[str, Any]:
+        """The core's Task (its rubric as one group per criterion); the verifier stays with the entry."""
+        fields = self.model_dump(include={"id", "site", "goal", "start_url", "max_steps", "tags", "solution"},
+                                 exclude_none=True)
+        if self.rubric is not None:
+            fields["rubric"] = [[criterion] for criterion in self.rubric]
+        return fields
+
+
+def read_task_file(path: Path) -> tuple[list[Task], dict[str, TaskEntry]]:
+    """The tasks of a JSONL task file and each one's entry, or a TaskFileError naming the file and line."""
+    entries: dict[str, TaskEntry] = {}
+
+    def to_task(row: dict[str, Any]) -> dict[str, Any]:
+        entry = TaskEntry.model_validate(row)
+        entries.setdefault(entry.id, entry)  # a duplicate id is refused by read_jsonl, naming both lines
+        return entry.task()
+
+    tasks = read_jsonl(Path(path), to_task)
+    return tasks, entries

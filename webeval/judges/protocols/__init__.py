@@ -1,0 +1,53 @@
+"""Judge protocols: how a model judge is asked and how its reply is read, chosen with `--judge-protocol`.
+
+- `webeval`: the harness's own prompt, a JSON verdict with the judge's reasoning (the default).
+- `webvoyager`: WebVoyager's original automatic evaluation, its texts read from the pinned upstream file.
+- `webjudge`: Online-Mind2Web's three stages (key points, screenshots scored for relevance, the outcome).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Protocol
+
+from webeval.judges.protocols.original import AUTO_EVAL, WebVoyagerJudge
+from webeval.judges.protocols.webjudge import WebJudge
+from webeval.judges.webvoyager import SYSTEM_PROMPT, Endpoint, ModelJudge
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.verdict import Verdict
+from webeval.tasks import Task
+
+PROTOCOLS = ("webeval", "webvoyager", "webjudge")
+PROMPT_PINS = (AUTO_EVAL,)  # what `webeval prepare judge-prompts` downloads
+
+
+class ProtocolJudge(Protocol):
+    name: str
+    prompt_version: str
+
+    async def judge(self, task: Task, evidence: Evidence) -> Verdict: ...
+
+    async def close(self) -> None: ...
+
+
+class WebevalJudge(ModelJudge):
+    """Today's JSON protocol, its verdicts marked with the protocol and a hash of its prompt."""
+
+    protocol = "webeval"
+    prompt_version = "webeval#" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
+
+    async def judge(self, task: Task, evidence: Evidence) -> Verdict:
+        verdict = await super().judge(task, evidence)
+        return verdict.model_copy(update={"protocol": self.protocol, "prompt_version": self.prompt_version})
+
+
+def build(protocol: str, endpoint: Endpoint, screenshots: int | None, prompts: Path) -> ProtocolJudge:
+    """The judge of a protocol over an endpoint; `prompts` is the folder of pinned upstream prompt files."""
+    if protocol == "webvoyager":
+        return WebVoyagerJudge(endpoint, prompts, screenshots)
+    if protocol == "webjudge":
+        return WebJudge(endpoint, prompts, screenshots)
+    if protocol == "webeval":
+        return WebevalJudge(endpoint, screenshots)
+    raise ValueError(f"judge protocol {protocol!r} is unknown: use one of {', '.join(PROTOCOLS)}")

@@ -1,0 +1,138 @@
+"""The `webjudge` protocol: Online-Mind2Web's WebJudge, in its three stages.
+
+1. Key points: the model lists what the task requires (read from after "**Key Points**:", else "Key Points:").
+2. Each screenshot is scored 1-5 for relevance to them (the first digit after "Score"), one call per screenshot,
+   all at once; those scored at the threshold (3) or more are kept with the reasoning given for them.
+3. The outcome: the task, the key points, the action history (each action with the URL it was taken on) and the
+   kept screenshots with their reasoning; "Status: success" passes, "Status: failure" fails.
+
+The prompt texts are read at run time from the pinned upstream file: in each of its functions `identify_key_points`,
+`judge_image` and `WebJudge_Online_Mind2Web_eval`, the string assigned to `system_msg` and the template assigned to
+`prompt` (filled with `str.format`: task, key_points, last_actions, thoughts). A function with two `prompt`
+templates uses the first when no screenshot was kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from webeval.judges.protocols.pinned import PromptPin, locate
+from webeval.judges.webvoyager import Endpoint, ModelJudge, _image
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import JudgeError
+from webeval.outcomes.verdict import Verdict
+from webeval.tasks import Task
+
+WEBJUDGE = PromptPin("OSU-NLP-Group/Online-Mind2Web", "ccdeb0d6327c1bb48ae15f35afa2dfedb21bb60e",
+                     "src/methods/webjudge_online_mind2web.py", "")  # sha256: taken when first prepared
+STAGES = ("identify_key_points", "judge_image", "WebJudge_Online_Mind2Web_eval")
+THRESHOLD = 3
+_DIGIT = re.compile(r"[1-5]")
+_STATUS = re.compile(r"status\s*:\s*\**\s*\"?(success|failure)", re.IGNORECASE)
+
+
+def read_prompts(pin: PromptPin, folder: Path) -> dict[str, list[str]]:
+    """{function: [system, template, (template)]} from the pinned file, its sha256 checked first."""
+    path = locate(pin, folder)
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if not pin.sha256 or actual != pin.sha256:
+        raise JudgeError(f"{path}: sha256 {actual[:12]}... is not the pin of {pin.describe()} "
+                         f"({pin.sha256[:12] or 'none recorded yet'}); see docs/judges.md", kind="config")
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(ast.parse(data)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in STAGES:
+            system, templates = None, []
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Constant) \
+                        and isinstance(inner.value.value, str) and isinstance(inner.targets[0], ast.Name):
+                    name = inner.targets[0].id
+                    if name == "system_msg" and system is None:
+                        system = inner.value.value
+                    elif name == "prompt":
+                        templates.append(inner.value.value)
+            if system is not None and templates:
+                found[node.name] = [system, *templates]
+    missing = [stage for stage in STAGES if stage not in found]
+    if missing:
+        raise JudgeError(f"{path}: no system_msg and prompt in {', '.join(missing)}", kind="config")
+    return found
+
+
+def key_points(reply: str) -> str:
+    text = reply.replace("\n\n", "\n")
+    tail = text.split("**Key Points**:", 1)[1] if "**Key Points**:" in text else text.split("Key Points:")[-1]
+    return "\n".join(line.lstrip() for line in tail.splitlines()).strip()
+
+
+def score(reply: str) -> tuple[int, str]:
+    """(score, reasoning) of a screenshot; a reply with no score scores 0."""
+    digits = _DIGIT.findall(reply.split("Score", 1)[1]) if "Score" in reply else []
+    reasoning = reply.split("**Reasoning**:")[-1].strip().split("\n\n")[0].replace("\n", " ")
+    return (int(digits[0]) if digits else 0), reasoning
+
+
+def action_history(evidence: Evidence) -> list[str]:
+    """Each action the agent took, with the URL it was taken on; the closing answer is the agent's claim, not an
+    action, and is left out."""
+    lines = []
+    for index, action in enumerate(evidence.actions):
+        if action.get("tool") == "terminate":
+            continue
+        url = evidence.urls[index] if index < len(evidence.urls) else ""
+        lines.append(json.dumps(action, ensure_ascii=False) + (f" (on {url})" if url else ""))
+    return lines
+
+
+class WebJudge(ModelJudge):
+    name = "webjudge"
+
+    def __init__(self, endpoint: Endpoint, prompts: Path, last_screenshots: int | None = None,
+                 reasks: int = 2, pin: PromptPin = WEBJUDGE) -> None:
+        super().__init__(endpoint, last_screenshots, reasks)
+        self.prompts = read_prompts(pin, prompts)
+        self.prompt_version = pin.version
+
+    def _ask(self, system: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": self.endpoint.model, "temperature": 0,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": content}]}
+
+    async def judge(self, task: Task, evidence: Evidence) -> Verdict:
+        goal = evidence.goal or task.goal
+        system, template = self.prompts["identify_key_points"][:2]
+        points = key_points(await self._complete(self._ask(system, [{"type": "text", "text": template.format(
+            task=goal)}])) or "")
+        shots = evidence.screenshot_paths(self.last)
+        system, template = self.prompts["judge_image"][:2]
+        text = template.format(task=goal, key_points=points)
+        replies = await asyncio.gather(*(self._complete(self._ask(system, [{"type": "text", "text": text},
+                                                                           _image(path)])) for path in shots))
+        scored = [(path, *score(reply or "")) for path, reply in zip(shots, replies)]
+        kept = [(path, reasoning) for path, value, reasoning in scored if value >= THRESHOLD]
+        return await self._outcome(goal, points, evidence, kept, {
+            "key_points": points, "scores": {path.name: value for path, value, _ in scored},
+            "kept": [path.name for path, _ in kept], "urls": evidence.urls})
+
+    async def _outcome(self, goal: str, points: str, evidence: Evidence, kept: list[tuple[Path, str]],
+                       details: dict[str, Any]) -> Verdict:
+        system, *templates = self.prompts["WebJudge_Online_Mind2Web_eval"]
+        template = templates[0] if not kept or len(templates) == 1 else templates[-1]
+        numbered = lambda items: "\n".join(f"{i + 1}. {item}" for i, item in enumerate(items))  # noqa: E731
+        text = template.format(task=goal, key_points=points, last_actions=numbered(action_history(evidence)),
+                               thoughts=numbered([reasoning for _, reasoning in kept if reasoning]))
+        request = self._ask(system, [{"type": "text", "text": text}, *(_image(path) for path, _ in kept)])
+        for asked in range(1, self.reasks + 2):
+            content = await self._complete(request) or ""
+            status = _STATUS.search(content)
+            if status:
+                return Verdict(success=status[1].lower() == "success", reason=content.strip(), judge=self.name,
+                               model=self.endpoint.model, raw=content, protocol=self.name,
+                               prompt_version=self.prompt_version, details={**details, "asked": asked})
+        raise JudgeError(f"judge {self.endpoint.model}: no 'Status: success' or 'Status: failure' in "
+                         f"{self.reasks + 1} replies; last reply: {content[:200]!r}", kind="unparseable")
