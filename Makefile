@@ -57,7 +57,17 @@ judge-calibration: setup
 	echo "judge it: webeval reverify $$out/set --judge-protocol webvoyager --judge-profile NAME"; \
 	echo "score it: webeval judge-agreement $$out/set"
 
+# BrowserGym 0.14 for the side-by-side benchmark (bench/browsergym.py), in a venv of its own: it pins Playwright 1.44.
+# Where it cannot be installed, the benchmark says so in one line and the other figures still run.
+BROWSERGYM := .tools/browsergym
+$(BROWSERGYM)/.installed:
+	@echo "installing BrowserGym 0.14 into $(BROWSERGYM)"
+	@mkdir -p .tools && printf '*\n' > .tools/.gitignore
+	@python3 -m venv $(BROWSERGYM) && $(BROWSERGYM)/bin/pip install -q browsergym-core==0.14.3 \
+	  browsergym-miniwob==0.14.3 > $(BROWSERGYM)/install.log 2>&1 && touch $@
+
 bench: setup
+	@$(MAKE) --no-print-directory $(BROWSERGYM)/.installed || echo "bench: BrowserGym could not be installed (see $(BROWSERGYM)/install.log)"
 	$(PY) bench/run.py
 
 # Five whole runs of the offline suite at -n 8: processes, temporary files and memory left behind (bench/soak.py).

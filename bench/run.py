@@ -24,11 +24,13 @@ from bench.common import ROOT, loadavg  # noqa: E402
 RESULTS = ROOT / "bench" / "results.json"
 # module -> seconds it may take (the whole run must stay under 10 minutes on this machine, whole_run aside: it runs the
 # whole local suite at -n 1, 6-8 minutes by itself)
-MODULES = {"reconcile": 60, "rejudge": 120, "step": 150, "startup": 90, "scaling": 400, "whole_run": 1400}
+MODULES = {"reconcile": 60, "rejudge": 120, "step": 150, "startup": 90, "scaling": 400, "whole_run": 1400,
+           "browsergym": 360}
 # Run only when named (`make soak` is `--only soak`): five whole runs of the suite at -n 8.
 ON_REQUEST = {"soak": 3600}
 ORDER = ["reconcile_100k_s", "rejudge_per_s", "step_overhead_ratio", "settle_ms", "worker_start_s", "task_setup_s",
-         "scaling_8_over_1", "parallel_start_8_s", "worker_pss_gb", "whole_run_8_over_1", "tail_idle_fraction"]
+         "scaling_8_over_1", "parallel_start_8_s", "worker_pss_gb", "whole_run_8_over_1", "tail_idle_fraction",
+         "miniwob_step_vs_browsergym", "miniwob_reset_vs_browsergym"]
 
 
 def run_module(name: str, timeout_s: float) -> tuple[list[dict], str]:
@@ -41,6 +43,8 @@ def run_module(name: str, timeout_s: float) -> tuple[list[dict], str]:
         return [], f"bench.{name} took longer than {timeout_s:.0f} s"
     figures = []
     for line in done.stdout.splitlines():
+        if line.startswith("bench: "):  # what a module says of itself (a peer it could not run)
+            print(line, flush=True)
         if line.startswith("{"):
             figure = json.loads(line)
             figure["details"] = {**figure.get("details", {}), "load_before": load,

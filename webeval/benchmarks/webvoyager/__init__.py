@@ -59,10 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--judge-retries", type=int, default=2, help="retries of a failed judge call (default 2)")
     add("--judge-temperature", default="0", help="the judge's sampling temperature, or 'none' to send none")
     add("--judge-screenshots", type=int, default=None, metavar="K", help="the judge sees the last K screenshots")
-    add("--judge-concurrency", type=int, default=8, help="judge calls at once in `webeval reverify` (default 8)")
     add("--judge-protocol", default=None, choices=PROTOCOLS,
         help="how the judge is asked: webeval (JSON, the default), webvoyager (the original, word for word) "
-             "or webjudge (Online-Mind2Web's three stages)")
+             ", webjudge (Online-Mind2Web's three stages) or rubric (WebGym's, for rubric tasks)")
     add("--judge-prompts", default=None, metavar="DIR",
         help="the folder of pinned upstream prompt files (default $WEBEVAL_JUDGE_PROMPTS, else the prepared cache)")
     add("--no-judge-cache", action="store_true", help="judge again even evidence this judge has judged before")

@@ -95,7 +95,6 @@ class Setup:
     block_budget: int
     rejudge: Path | None = None
     failed_only: bool = False
-    concurrency: int = 8
     stored: dict[str, Any] = field(default_factory=dict)
 
     def run_config(self) -> dict[str, Any]:
@@ -190,9 +189,8 @@ def build(config: pytest.Config) -> Setup:
     for name in ("site_timeout", "judge_timeout"):
         if getattr(option, name) <= 0:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive")
-    for name in ("block_budget", "judge_concurrency"):
-        if getattr(option, name) < 1:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if option.block_budget < 1:
+        raise pytest.UsageError("--block-budget must be at least 1")
     for name in ("judge_retries", "judge_screenshots"):
         if (getattr(option, name) or 0) < 0:
             raise pytest.UsageError(f"--{name.replace('_', '-')} must not be negative")
@@ -201,5 +199,5 @@ def build(config: pytest.Config) -> Setup:
         judge=judge_config(option, stored, Path(config.rootpath)),
         environment=LiveSites(site_map, site_proxies, origins, option.block_budget), site_timeout_s=option.site_timeout,
         block_budget=option.block_budget, rejudge=rejudge, failed_only=option.judge_failed_only,
-        concurrency=option.judge_concurrency, stored=stored,
+        stored=stored,
     )

@@ -3,6 +3,7 @@
 - `webeval`: the harness's own prompt, a JSON verdict with the judge's reasoning (the default).
 - `webvoyager`: WebVoyager's original automatic evaluation, its texts read from the pinned upstream file.
 - `webjudge`: Online-Mind2Web's three stages (key points, screenshots scored for relevance, the outcome).
+- `rubric`: WebGym's rubric judge: a ruling per fact of a rubric task's fact groups; success when every group holds.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from pathlib import Path
 from typing import Protocol
 
 from webeval.judges.protocols.original import AUTO_EVAL, WebVoyagerJudge
+from webeval.judges.protocols.rubric import RubricJudge
 from webeval.judges.protocols.webjudge import WebJudge
 from webeval.judges.webvoyager import SYSTEM_PROMPT, Endpoint, ModelJudge
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 
-PROTOCOLS = ("webeval", "webvoyager", "webjudge")
+PROTOCOLS = ("webeval", "webvoyager", "webjudge", "rubric")
 PROMPT_PINS = (AUTO_EVAL,)  # what `webeval prepare judge-prompts` downloads
 
 
@@ -48,6 +50,8 @@ def build(protocol: str, endpoint: Endpoint, screenshots: int | None, prompts: P
         return WebVoyagerJudge(endpoint, prompts, screenshots)
     if protocol == "webjudge":
         return WebJudge(endpoint, prompts, screenshots)
+    if protocol == "rubric":
+        return RubricJudge(endpoint, screenshots)
     if protocol == "webeval":
         return WebevalJudge(endpoint, screenshots)
     raise ValueError(f"judge protocol {protocol!r} is unknown: use one of {', '.join(PROTOCOLS)}")
