@@ -108,3 +108,21 @@ def test_a_run_with_no_labels_says_what_to_pass(tmp_path, capsys):
                                           ("Pixelle", "Pixell"), ("Crème Brûlée", "Crème")])
 def test_a_near_miss_is_close_and_not_the_answer(answer, miss):
     assert near_miss(answer) == miss
+
+
+def test_re_judging_with_the_same_judge_costs_no_call(labelled_set, tmp_path):
+    import shutil
+
+    copy = tmp_path / "set"
+    shutil.copytree(labelled_set, copy)
+    judge = ["reverify", str(copy), "--judge-protocol", "webvoyager", "--judge-prompts", PROMPTS]
+    with OpenAIStub([text("SUCCESS")], models=("judge-model",)) as stub:
+        endpoint = ["--judge-base-url", stub.base_url, "--judge-model", "judge-model"]
+        assert main([*judge, *endpoint]) == 0
+        assert len(stub.requests) == 12
+        assert main([*judge, *endpoint]) == 0
+        assert len(stub.requests) == 12  # every verdict came from the cache
+        assert main([*judge, *endpoint, "--no-judge-cache"]) == 0
+        assert len(stub.requests) == 24
+        assert main([*judge[:3], "webeval", *judge[4:], *endpoint]) == 0
+        assert len(stub.requests) == 36  # another protocol, another key

@@ -50,12 +50,19 @@ def test_a_chromium_devtools_endpoint_runs_the_local_suite(tmp_path):
     assert read_environment(run_dir / "allure-results")["input"] == INPUT_PATHS["cdp"]
 
 
+def _in_flight(run_dir, finished: int) -> list[str]:
+    """Once `finished` tasks have a record: the tasks that took a step and have none yet."""
+    done = {r["task_id"] for r in records(run_dir)}
+    stepping = {shot.parts[-3] for shot in (run_dir / "tasks").glob("*/*/step-001.png")}
+    return sorted(stepping - done) if len(done) >= finished else []
+
+
 def test_a_playwright_server_killed_mid_run_masks_its_tasks_and_fails_none(tmp_path):
     run_dir = tmp_path / "run"
     with playwright_server(tmp_path) as (server, url):
         job = Run(["-n", "2", "suites/local", "-k", "Shop or News or Flights", "--browser", f"playwright={url}",
                    "--run-dir", str(run_dir)], run_dir)
-        wait_for(lambda: len(records(run_dir)) >= 3, timeout=300, what="three tasks to finish")
+        wait_for(lambda: _in_flight(run_dir, finished=3), timeout=300, what="three tasks done and one stepping")
         stop(server)
         status = job.wait(timeout=300)  # a worker waiting on the dead server would end this test here, failed
     outcomes = Counter(r["outcome"] for r in records(run_dir))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, text
+from tests.conftest import ROOT
 from tests.runs import run
 from tests.test_judge_protocols import attempt
 from webeval.judges.config import JudgeConfig, Judging
@@ -113,7 +114,7 @@ def test_rubric_tasks_pass_with_the_oracle_under_the_rubric_protocol(tmp_path):
 
 
 def test_the_rubric_tasks_are_twelve_or_more_with_two_to_four_groups():
-    rows = [json.loads(line) for path in sorted(Path("fixtures/tasks/rubric").glob("*.jsonl"))
+    rows = [json.loads(line) for path in sorted((ROOT / "fixtures/tasks/rubric").glob("*.jsonl"))
             for line in path.read_text().splitlines()]
     assert len(rows) >= 12 and all(2 <= len(row["rubric"]) <= 4 for row in rows)
     assert all(f"facts-{sum(map(len, row['rubric']))}" in row["tags"] for row in rows)

@@ -8,7 +8,8 @@ import sys
 import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile", "agreement", "calibrate", "export")
+COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile", "agreement", "calibrate", "export",
+            "split", "decompose")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,10 +27,14 @@ class CommandError(Exception):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
+    said: set[str] = set()
+
     def one_line(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 - warnings' own
-        # What was skipped over (a torn record, a screenshot outside its folder) says so in one line, not in two
-        # with the harness's own source line.
-        print(f"webeval {args.command}: warning: {message}", file=sys.stderr)
+        # What was skipped over (a torn record, a screenshot outside its folder) says so once, in one line, not in
+        # two with the harness's own source line, and not again where another part of the harness met it too.
+        if str(message) not in said:
+            said.add(str(message))
+            print(f"webeval {args.command}: warning: {message}", file=sys.stderr)
 
     warnings.showwarning = one_line
     try:

@@ -119,10 +119,13 @@ class Browser:
         return self
 
     @property
+    def _transport(self):
+        return getattr(getattr(self._manager, "_client", None), "_transport", None)
+
+    @property
     def driver_pid(self) -> int | None:
         """The Node process of Playwright's driver (None before it started)."""
-        client = getattr(self._manager, "_client", None)
-        proc = getattr(getattr(client, "_transport", None), "_proc", None)
+        proc = getattr(self._transport, "_proc", None)
         return proc.pid if proc is not None else None
 
     async def launch(self) -> "Browser":
@@ -211,5 +214,9 @@ class Browser:
                 await asyncio.wait_for(self._pw.stop(), BROWSER_CLOSE_S)
             except (PlaywrightError, asyncio.TimeoutError):
                 _kill(self.driver_pid)
+            # A driver that died left its error on this future, which no one else reads: read it here, quietly.
+            died = getattr(self._transport, "on_error_future", None)
+            if died is not None and died.done() and not died.cancelled():
+                died.exception()
             self._pw = None
 

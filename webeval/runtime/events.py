@@ -38,6 +38,3 @@ class Events:
     def clear(self) -> None:
         self._shown.clear()
         self._more.clear()
-
-    def __contains__(self, text: str) -> bool:
-        return any(text in shown for shown in self._shown.values())

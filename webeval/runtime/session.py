@@ -279,7 +279,8 @@ class TaskSession:
                 break
             page, mark = self.active, None  # the action opened a tab: settle that one too
         await self.guard.settled()
-        if len(self.pages) > 1 and page is self.active and page is not None and not page.is_closed():
+        if len(self.pages) > 1 and page is self.active and page is not None and not page.is_closed() \
+                and page not in self._crashed:
             await self._raise(page)  # another window of the page may have taken the front: what is observed is this
         return time.monotonic() - began
 

@@ -19,6 +19,7 @@ import pytest
 from webeval.agent.live import LiveSites
 from webeval.judges.config import Judging, JudgeConfigError, check_endpoint
 from webeval.judges.protocols import PROTOCOLS
+from webeval.outcomes.epochs import expand
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
@@ -89,7 +90,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     run_dir: RunDir | None = metafunc.config.stash.get(RUN_DIR, None)
     if setup.rejudge and run_dir is not None:
         before = run_dir.population()
-        if before.ids != setup.population.ids or before.sha256 != setup.population.sha256:
+        expected, _ = expand(setup.population, setup.tasks, metafunc.config.option.epochs)
+        if before.ids != expected.ids or before.sha256 != expected.sha256:
             raise pytest.UsageError(f"--rejudge {setup.rejudge}: that run is over population {before.name} "
                                     f"({before.sha256[:12]}), not {setup.population.name} "
                                     f"({setup.population.sha256[:12]})")
