@@ -12,8 +12,10 @@ makes the solution on its page and BrowserGym acts the same steps as its own act
   time is left out on both sides.
 - A reset: BrowserGym's `env.reset` (it launches a browser per episode); webeval's time from a fresh browser context
   to the first observation, on a worker's running browser.
-- BrowserGym runs twice: with its default settings (the task's slow_mo of 100 ms, 0.5 s before each observation) and
-  with zero delays (slow_mo 0, pre_observation_delay 0). The first reset of each side is a warm-up, not measured.
+- BrowserGym runs each task twice: with its default settings (the task's slow_mo of 100 ms, 0.5 s before each
+  observation) and with zero delays (slow_mo 0, pre_observation_delay 0). Task after task, webeval and both settings
+  take turns, so that a machine whose load changes meets all three alike. The first task runs once more before the
+  others: a warm-up of each side, not measured.
 
     .venv/bin/python -m bench.browsergym [--tasks N] [--seeds 0,1] [--json]
 """
@@ -64,7 +66,7 @@ def browsergym_env() -> dict[str, str]:
     python = VENV / "bin" / "python"
     pins = sorted(VENV.glob("lib/python*/site-packages/playwright/driver/package/browsers.json"))
     if not python.exists() or not pins:
-        raise Unavailable(f"BrowserGym is not installed in {VENV.relative_to(ROOT)} (`make bench` installs it)")
+        raise Unavailable(f"BrowserGym is not installed in {VENV} (`make bench` installs it)")
     revision = next(b["revision"] for b in json.loads(pins[0].read_text())["browsers"] if b["name"] == "chromium")
     chromium = find_chromium()
     if chromium is None:
@@ -112,8 +114,9 @@ async def one_episode(runtime: WorkerRuntime, sites: MiniwobSites, name: str, se
             return Box(**box) if box else None
 
         policy = Timed(OraclePolicy(locate))
-        episode = await AgentLoop(session, runtime.device, policy, Budgets(), hooks=prepared.page).run(
-            prepared.task, Episode(task.id, folder))
+        loop = AgentLoop(session, runtime.input_for(session), policy, Budgets(), hooks=prepared.page,
+                         observer=runtime.observer_for(session))
+        episode = await loop.run(prepared.task, Episode(task.id, folder))
         ended = time.perf_counter()
         page = (await prepared.page.state(session.require_active()))[STATE_KEY]
     finally:
@@ -124,36 +127,63 @@ async def one_episode(runtime: WorkerRuntime, sites: MiniwobSites, name: str, se
             "problem": episode.reason or (episode.infra and str(episode.infra))}
 
 
-async def webeval_side(server: PageServer, chosen: list[tuple[str, int]]) -> list[dict]:
+class Driver:
+    """BrowserGym's interpreter running bench/browsergym_driver.py: one task per request, answered in turn."""
+
+    def __init__(self, env: dict[str, str], miniwob_url: str, timeout_s: float) -> None:
+        self.miniwob_url = miniwob_url
+        self.timeout_s = timeout_s
+        # Isolated (-I): the driver's folder, which holds this module, must not shadow the `browsergym` package.
+        self.proc = subprocess.Popen([str(VENV / "bin" / "python"), "-I", str(DRIVER)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+    def _ask(self, request: dict) -> dict:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(10)
+            last = (self.proc.stderr.read().strip().splitlines() or ["no output"])[-1]
+            raise Unavailable(f"BrowserGym did not run (exit {self.proc.returncode}): {last[:300]}")
+        return json.loads(line)
+
+    async def run(self, setting: str, ours: dict) -> dict:
+        request = {"setting": setting, "options": SETTINGS[setting], "name": ours["name"],
+                   "seed": ours["task_seed"], "steps": ours["solution"], "miniwob_url": self.miniwob_url}
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(self._ask, request), self.timeout_s)
+        except TimeoutError:
+            raise Unavailable(f"BrowserGym took longer than {self.timeout_s:.0f} s over one task") from None
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+async def side_by_side(server: PageServer, chosen: list[tuple[str, int]], env: dict[str, str]
+                       ) -> tuple[list[dict], list[dict]]:
+    """Task after task, webeval then BrowserGym in each setting, so that both meet the machine in the same state.
+    The first task is run once more before: a warm-up of each side, not measured."""
     runtime = await WorkerRuntime(*SCREEN, None).ready()
     sites = MiniwobSites(server, SOLVERS)
+    driver = Driver(env, f"{server.origin}/miniwob/", timeout_s=120)
+    ours: list[dict] = []
+    theirs: list[dict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
-            await one_episode(runtime, sites, *chosen[0], Path(tmp))  # the worker's first context: a warm-up
-            results = []
-            for index, (name, seed) in enumerate(chosen):
+            for index, (name, seed) in enumerate([chosen[0], *chosen]):
                 folder = Path(tmp) / str(index)
                 folder.mkdir()
-                results.append(await one_episode(runtime, sites, name, seed, folder))
-            return results
+                episode = await one_episode(runtime, sites, name, page_seed(seed), folder)
+                episode["task_seed"] = seed
+                answers = [await driver.run(setting, episode) for setting in SETTINGS]
+                if index:
+                    ours.append(episode)
+                    theirs += answers
     finally:
+        driver.close()
         await runtime.close()
-
-
-def browsergym_side(server: PageServer, ours: list[dict], timeout_s: float) -> list[dict]:
-    spec = {"miniwob_url": f"{server.origin}/miniwob/", "settings": SETTINGS,
-            "tasks": [{"name": r["name"], "seed": r["task_seed"], "steps": r["solution"]} for r in ours]}
-    try:
-        # Isolated (-I): the driver's folder, which holds this module, must not shadow the `browsergym` package.
-        done = subprocess.run([str(VENV / "bin" / "python"), "-I", str(DRIVER)], input=json.dumps(spec), text=True,
-                              capture_output=True, timeout=timeout_s, env=browsergym_env(), cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        raise Unavailable(f"BrowserGym's run took longer than {timeout_s:.0f} s") from None
-    found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not found:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise Unavailable(f"BrowserGym did not run (exit {done.returncode}): {last[:300]}")
-    return found
+    return ours, theirs
 
 
 def figures(ours: list[dict], theirs: list[dict]) -> list[Figure]:
@@ -167,7 +197,8 @@ def figures(ours: list[dict], theirs: list[dict]) -> list[Figure]:
     common = {"tasks": [f"{r['name']}--{r['task_seed']} (page seed {r['seed']})" for r in ours],
               "same_utterance": f"{same}/{len(ours)}",
               "webeval_solved": sum(bool(r["done"]) and (r["reward"] or 0) > 0 for r in ours),
-              "browsergym_solved": {name: sum(r.get("reward", 0) > 0 for r in rows) for name, rows in by_setting.items()},
+              "browsergym_solved": {name: sum(r.get("reward", 0) > 0 for r in rows)
+                                    for name, rows in by_setting.items()},
               "browsergym_failed": [r for r in theirs if "failed" in r],
               "browsergym_action_errors": sorted({e for r in theirs for e in r.get("errors", [])})[:5]}
     return [
@@ -186,15 +217,13 @@ def figures(ours: list[dict], theirs: list[dict]) -> list[Figure]:
 
 def measure(tasks: int = len(TASKS), seeds: str = "0") -> list[Figure]:
     chosen = [(name, seed) for name in TASKS[:tasks] for seed in catalogue.parse_seeds(seeds)]
-    with PageServer(catalogue.package_dir() / "html") as server:
-        ours = asyncio.run(webeval_side(server, [(name, page_seed(seed)) for name, seed in chosen]))
-        for result, (_, seed) in zip(ours, chosen):
-            result["task_seed"] = seed
-        try:
-            theirs = browsergym_side(server, ours, 150 + 40 * len(chosen))
-        except Unavailable as exc:
-            print(f"bench: browsergym: {exc}; the side-by-side figures are not measured", flush=True)
-            return []
+    try:
+        env = browsergym_env()
+        with PageServer(catalogue.package_dir() / "html") as server:
+            ours, theirs = asyncio.run(side_by_side(server, chosen, env))
+    except Unavailable as exc:
+        print(f"bench: browsergym: {exc}; the side-by-side figures are not measured", flush=True)
+        return []
     return figures(ours, theirs)
 
 

@@ -1,8 +1,8 @@
 """BrowserGym's side of bench/browsergym.py, run by the interpreter of its own virtual environment (.tools/browsergym,
 Playwright 1.44): MiniWoB++ tasks reset and stepped through BrowserGym's own environment, each step timed.
 
-It reads one JSON document on stdin: {"miniwob_url": ..., "settings": {name: BrowserEnv keyword arguments},
-"tasks": [{"name", "seed", "steps": [oracle steps]}]}, and writes one JSON line per setting x task.
+It answers requests on stdin, one JSON line each (a task, its seed, its steps, and BrowserEnv keyword arguments),
+with one JSON line on stdout: the reset's and each step's time, the goal, the reward.
 The steps are webeval's oracle steps (selectors); each becomes BrowserGym's own action on the element BrowserGym
 marked (its `bid`), looked up before the step's clock starts. It imports nothing of webeval: its venv has none.
 """
@@ -77,16 +77,15 @@ def run_task(name: str, seed: int, steps: list[dict], options: dict, miniwob_url
 
 
 def main() -> None:
-    spec = json.load(sys.stdin)
-    for setting, options in spec["settings"].items():
-        warm = spec["tasks"][0]  # the first reset of a setting also starts Playwright's driver: not measured
-        run_task(warm["name"], warm["seed"], warm["steps"], options, spec["miniwob_url"])
-        for task in spec["tasks"]:
-            try:
-                result = run_task(task["name"], task["seed"], task["steps"], options, spec["miniwob_url"])
-            except Exception as exc:  # one task's failure is reported, the others still run
-                result = {"name": task["name"], "seed": task["seed"], "failed": f"{type(exc).__name__}: {exc}"[:300]}
-            print(json.dumps({"setting": setting, **result}), flush=True)
+    """One request per line: {"setting", "options", "name", "seed", "steps", "miniwob_url"}; one reply per line."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            result = run_task(request["name"], request["seed"], request["steps"], request["options"],
+                              request["miniwob_url"])
+        except Exception as exc:  # one task's failure is reported, the others still run
+            result = {"name": request["name"], "seed": request["seed"], "failed": f"{type(exc).__name__}: {exc}"[:300]}
+        print(json.dumps({"setting": request["setting"], **result}), flush=True)
 
 
 if __name__ == "__main__":

@@ -209,16 +209,24 @@ def _summary(run: SuiteRun) -> dict:
     return info
 
 
-def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
-    """`extra`: more pytest arguments for both runs (an experiment, e.g. `-p no:allure_pytest`)."""
+def one_and_many(workers: int, extra: tuple[str, ...], one_select: str | None,
+                 timeouts_s: tuple[float, float]) -> tuple[SuiteRun, SuiteRun, float]:
+    """The suite at -n 1 (the tasks `one_select` picks) and at -n `workers` (all of them), against the model
+    stand-in; and the load average before them."""
     stub = OpenAIStub([call("computer", {"action": "wait", "seconds": 0})], delay_s=1.0).start()
     load_before = loadavg()
     try:
         with tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
-            one = run_suite(1, stub.base_url, Path(tmp), ONE_WORKER_TASKS, timeout_s=120, extra=tuple(extra))
-            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=210, extra=tuple(extra))
+            one = run_suite(1, stub.base_url, Path(tmp), one_select, timeout_s=timeouts_s[0], extra=tuple(extra))
+            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=timeouts_s[1], extra=tuple(extra))
     finally:
         stub.stop()
+    return one, many, load_before
+
+
+def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
+    """`extra`: more pytest arguments for both runs (an experiment, e.g. `-p no:allure_pytest`)."""
+    one, many, load_before = one_and_many(workers, extra, ONE_WORKER_TASKS, (120, 210))
     rate_one, _ = one.steady_rate()
     rate_many, _ = many.steady_rate()
     ratio = round(rate_many / rate_one, 2) if rate_one and rate_many else None
@@ -240,11 +248,14 @@ def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
     ]
 
 
+def options(parser) -> None:
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--extra", action="append", default=[], metavar="ARG",
+                        help="a pytest argument for both runs, as an experiment (repeatable)")
+
+
 def main() -> None:
-    cli(__doc__, measure, lambda parser: (
-        parser.add_argument("--workers", type=int, default=8),
-        parser.add_argument("--extra", action="append", default=[], metavar="ARG",
-                            help="a pytest argument for both runs, as an experiment (repeatable)")))
+    cli(__doc__, measure, options)
 
 
 if __name__ == "__main__":

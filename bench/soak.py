@@ -3,8 +3,9 @@
 After each run: the processes the run started that are still there (Xvfb, Chromium and its helpers, its crashpad
 handler, Playwright's node driver), the entries it left in its temporary directory (each run gets a directory of its
 own as TMPDIR, so nothing of another program's counts; X lock files, which Xvfb keeps in /tmp whatever TMPDIR says, are
-counted too; pytest's own tmp_path root, which it keeps by design, is not), the most file descriptors the controller
-had open, and the host's available memory. Goals: no process and no temporary entry left after any run; available memory at the end at most 50 MB below
+counted too, and so are shared memory segments left in /dev/shm; pytest's own tmp_path root, which it keeps by
+design, is not), the most file descriptors the controller had open, and the host's available memory (on a shared
+machine that moves with everything else it runs: the details say how much memory what the runs left holds). Goals: no process and no temporary entry left after any run; available memory at the end at most 50 MB below
 what it was before the first run.
 
     .venv/bin/python -m bench.soak [--runs 5] [--workers 8] [--select EXPR] [--json]
@@ -22,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import ROOT, Figure, cli, kind_of, loadavg, run_processes
+from bench.common import ROOT, Figure, cli, kind_of, loadavg, pss_kb, run_processes
 
 MARKER = "WEBEVAL_SOAK_RUN"
 WATCHED = ("Xvfb", "chromium", "chrome_crashpad_handler", "node")  # kind_of() names, by prefix
@@ -45,8 +46,20 @@ def _started(pid: int) -> str | None:
         return None
 
 
-def _x_locks() -> set[str]:
-    return {path.name for path in Path("/tmp").glob(".X*-lock")}
+def _shared() -> set[str]:
+    """X lock files (Xvfb keeps them in /tmp whatever TMPDIR says) and shared memory segments (Chromium's, in RAM)."""
+    return {str(path) for path in [*Path("/tmp").glob(".X*-lock"), *Path("/dev/shm").iterdir()]}
+
+
+def _size(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        for part in [path, *path.rglob("*")] if path.is_dir() and not path.is_symlink() else [path]:
+            try:
+                total += part.lstat().st_size
+            except OSError:
+                continue
+    return total
 
 
 class Watch:
@@ -88,7 +101,7 @@ def one_run(workers: int, select: str | None, scratch: Path, number: int) -> dic
     env = {**os.environ, "TMPDIR": str(tmp), MARKER: token, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "pytest", "suites/local", "-n", str(workers), "-q", "-p", "no:cacheprovider",
                "--run-dir", str(scratch / f"run-{number}")] + (["-k", select] if select else [])
-    locks_before = _x_locks()
+    shared_before = _shared()
     began = time.monotonic()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watch = Watch(proc.pid, f"{MARKER}={token}")
@@ -102,11 +115,13 @@ def one_run(workers: int, select: str | None, scratch: Path, number: int) -> dic
     time.sleep(1.0)  # what a run leaves has this long to go, as a next run would give it
     left = watch.left()
     # pytest-xdist has pytest make its tmp_path root for the workers; pytest keeps it on purpose (3 sessions' worth).
-    entries = sorted(path.name for path in tmp.iterdir() if not path.name.startswith("pytest-of-"))
-    locks = sorted(_x_locks() - locks_before)
+    entries = sorted(path for path in tmp.iterdir() if not path.name.startswith("pytest-of-"))
+    shared = sorted(Path(name) for name in _shared() - shared_before)
+    held_kb = sum(pss_kb(pid) for pid in left) + _size([*entries, *shared]) // 1024
     return {"exit": proc.returncode, "wall_s": round(time.monotonic() - began, 1), "processes_left": left,
-            "tmp_left": entries + [f"/tmp/{lock}" for lock in locks], "controller_fds_max": watch.controller_fds,
-            "available_mb": round(available_mb(), 1), "tail": output.strip().splitlines()[-1:] if output else []}
+            "tmp_left": [path.name for path in entries] + [str(path) for path in shared], "held_kb": held_kb,
+            "controller_fds_max": watch.controller_fds, "available_mb": round(available_mb(), 1),
+            "tail": output.strip().splitlines()[-1:] if output else []}
 
 
 def measure(runs: int = 5, workers: int = 8, select: str | None = None) -> list[Figure]:
@@ -131,7 +146,8 @@ def measure(runs: int = 5, workers: int = 8, select: str | None = None) -> list[
         Figure("soak_leaked_processes", leaked if complete else None, 0, "processes", "<=", details),
         Figure("soak_leaked_tmp", leaked_tmp if complete else None, 0, "entries", "<=", {"runs": runs}),
         Figure("soak_mem_growth_mb", growth if complete else None, 50, "MB", "<=",
-               {"available_mb": [r["available_mb"] for r in results], "before": round(before, 1)}),
+               {"available_mb": [r["available_mb"] for r in results], "before": round(before, 1),
+                "held_by_leftovers_kb": sum(r["held_kb"] for r in results), "load": [load, loadavg()]}),
     ]
 
 

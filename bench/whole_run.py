@@ -14,12 +14,8 @@ The details keep each worker's ready and last-step times and its task count, whi
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from bench.common import Figure, cli, loadavg
-from bench.scaling import SuiteRun, run_suite
-from fixtures.openai_stub import OpenAIStub, call
+from bench.scaling import SuiteRun, one_and_many, options
 
 
 def tail_idle(run: SuiteRun) -> tuple[float | None, dict]:
@@ -41,14 +37,7 @@ def tail_idle(run: SuiteRun) -> tuple[float | None, dict]:
 
 
 def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
-    stub = OpenAIStub([call("computer", {"action": "wait", "seconds": 0})], delay_s=1.0).start()
-    load_before = loadavg()
-    try:
-        with tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
-            one = run_suite(1, stub.base_url, Path(tmp), None, timeout_s=900, extra=tuple(extra))
-            many = run_suite(workers, stub.base_url, Path(tmp), None, timeout_s=400, extra=tuple(extra))
-    finally:
-        stub.stop()
+    one, many, load_before = one_and_many(workers, extra, None, (900, 400))
     complete = one.exit == 0 and many.exit == 0
     ratio = round(one.wall_s / many.wall_s, 2) if complete else None
     fraction, details = tail_idle(many)
@@ -64,10 +53,7 @@ def measure(workers: int = 8, extra: tuple[str, ...] = ()) -> list[Figure]:
 
 
 def main() -> None:
-    cli(__doc__, measure, lambda parser: (
-        parser.add_argument("--workers", type=int, default=8),
-        parser.add_argument("--extra", action="append", default=[], metavar="ARG",
-                            help="a pytest argument for both runs, as an experiment (repeatable)")))
+    cli(__doc__, measure, options)
 
 
 if __name__ == "__main__":

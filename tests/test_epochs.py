@@ -21,6 +21,8 @@ def test_epochs_on_the_local_suite_give_pass_at_k_in_the_summary(tmp_path):
     assert "epochs 3 over 45 tasks: mean pass@1 2.2%" in job.output and "pass@3 2.2%  pass^3 2.2%" in job.output
     folders = sorted(p.name for p in (tmp_path / "run" / "tasks").iterdir())
     assert folders == ["Shop--1.e1", "Shop--1.e2", "Shop--1.e3"]
+    environment = (tmp_path / "run" / "allure-results" / "environment.properties").read_text()
+    assert "pass@3=2.2%" in environment and "epochs=3" in environment  # Allure shows them too
 
 
 def test_an_epoch_count_below_one_is_refused(tmp_path):

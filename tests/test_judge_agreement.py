@@ -126,3 +126,23 @@ def test_re_judging_with_the_same_judge_costs_no_call(labelled_set, tmp_path):
         assert len(stub.requests) == 24
         assert main([*judge[:3], "webeval", *judge[4:], *endpoint]) == 0
         assert len(stub.requests) == 36  # another protocol, another key
+
+
+def test_calibrate_refuses_bad_input_in_one_line(labelled_set, tmp_path, capsys):
+    tasks = str(ROOT / "fixtures/tasks/local")
+    assert main(["calibrate", str(tmp_path), "--tasks", tasks, "--out", str(tmp_path / "set")]) == 2
+    assert "is not a run directory (no population.json)" in capsys.readouterr().err
+    before = sorted(p.name for p in labelled_set.iterdir())
+    assert main(["calibrate", str(labelled_set.parent / "oracle"), "--tasks", tasks, "--out", str(labelled_set)]) == 2
+    assert "not empty; the set goes into a new folder" in capsys.readouterr().err
+    assert sorted(p.name for p in labelled_set.iterdir()) == before
+
+
+def test_prepare_judge_prompts_checks_the_pin(tmp_path, capsys):
+    assert main(["prepare", "judge-prompts", "--from", PROMPTS, "--cache-dir", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "auto_eval.py").read_bytes() == (Path(PROMPTS) / "auto_eval.py").read_bytes()
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "auto_eval.py").write_text("SYSTEM_PROMPT = 'other'\n")
+    assert main(["prepare", "judge-prompts", "--from", str(changed), "--cache-dir", str(tmp_path / "q")]) == 2
+    assert "does not match the pin" in capsys.readouterr().err and not (tmp_path / "q" / "auto_eval.py").exists()

@@ -105,6 +105,8 @@ async def test_webeval_protocol_marks_its_verdicts(tmp_path):
         verdict = await judge.judge(TASK, attempt(tmp_path / "a", count=2))
         await judge.close()
     assert not verdict.success and verdict.protocol == "webeval" and verdict.prompt_version.startswith("webeval#")
+    trail = stub.requests[-1]["messages"][1]["content"][-1]["text"]  # after the screenshots: the URLs it visited
+    assert trail.startswith("The pages the agent visited, oldest first:\nhttps://www.allrecipes.com/search?q=vegan")
 
 
 def test_a_prompt_file_that_is_not_the_pin_is_refused(tmp_path):

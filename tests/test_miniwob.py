@@ -1,6 +1,7 @@
 """MiniWoB++ as a benchmark package (`suites/miniwob`), run as a user runs it: every task the `miniwob` package ships
-collected, its option only where the package is loaded, a handful of tasks solved by the oracle and judged by the
-page's own reward, the same verdicts again from the evidence alone, and a model judged by the page, not its words."""
+collected (its option only where the package is loaded: tests/test_task_files.py), a handful of tasks solved by the
+oracle and judged by the page's own reward, the same verdicts again from the evidence alone, and a model judged by
+the page, not its words."""
 
 from __future__ import annotations
 

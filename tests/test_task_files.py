@@ -1,4 +1,4 @@
-"""Task files of one's own (`pytest suites/tasks --task-file F`): the worked example of docs/suites.md run by the
+"""Task files of one's own (`pytest suites/tasks --tasks-file F`): the worked example of docs/suites.md run by the
 oracle on its local page, each verifier passing and failing for real, a rubric judged by a model, the same verdicts
 again from the evidence, and every malformed file refused in one line naming the file and line."""
 
@@ -56,8 +56,8 @@ def test_the_worked_example_and_every_verifier_pass_and_fail_for_real_and_again_
     with PageServer(EXAMPLE) as site, OpenAIStub(judge) as stub:
         path = task_file(tmp_path / "mine.jsonl", site.origin, [*FAILING, RUBRIC])
         judging = ["--judge-base-url", stub.base_url, "--judge-model", "stub-model"]
-        job = run(["-n", "2", SUITE, "--task-file", str(path), "--policy", "oracle", "--run-dir", str(run_dir),
-                   *judging, "-v"], run_dir)
+        job = run(["-p", "no:xdist", SUITE, "--tasks-file", str(path), "--policy", "oracle", "--run-dir",
+                   str(run_dir), *judging, "-v"], run_dir)
         asked = [json.dumps(request) for request in stub.requests if "messages" in request]
     found = {r["task_id"]: r for r in records(run_dir)}
     assert job.proc.returncode == 12, job.output  # failures, and a task that did not complete (judge_failed)
@@ -80,7 +80,7 @@ def test_the_worked_example_and_every_verifier_pass_and_fail_for_real_and_again_
     assert evidence["state"]["probe"]["text"] == "Assam x 2"
     assert len(asked) == 1 and "Nothing else is in the basket" in asked[0]  # the rubric went to the judge
     assert found["assam-rubric"]["verdict"]["details"]["rubric"] == RUBRIC["rubric"]
-    unjudged = run(["-p", "no:xdist", SUITE, "--task-file", str(path), "--rejudge", str(run_dir), "-v"], run_dir)
+    unjudged = run(["-p", "no:xdist", SUITE, "--tasks-file", str(path), "--rejudge", str(run_dir), "-v"], run_dir)
     assert "rubric judge: NOT CONFIGURED" in unjudged.output
     (rubric,) = [r for r in records(run_dir)[len(found):] if r["task_id"] == "assam-rubric"]
     assert (rubric["outcome"], rubric["kind"]) == ("judge_failed", "config"), unjudged.output
@@ -88,7 +88,7 @@ def test_the_worked_example_and_every_verifier_pass_and_fail_for_real_and_again_
     before = len(records(run_dir))
     with OpenAIStub(judge) as stub:
         judging = ["--judge-base-url", stub.base_url, "--judge-model", "stub-model"]
-        again = run(["-p", "no:xdist", SUITE, "--task-file", str(path), "--rejudge", str(run_dir), *judging], run_dir)
+        again = run(["-p", "no:xdist", SUITE, "--tasks-file", str(path), "--rejudge", str(run_dir), *judging], run_dir)
     after = {r["task_id"]: r for r in records(run_dir)[before:]}
     assert {t for t, r in after.items() if r["outcome"] == "passed"} == passed, again.output
     assert {t: r["reason"] for t, r in after.items() if r["outcome"] == "failed"} == failed
@@ -118,6 +118,7 @@ GOOD = {"id": "t1", "site": "shop", "goal": "Find tea.", "start_url": "http://12
     ({**GOOD, "id": "../t2"}, "task id '../t2' is not a safe path segment"),
     (GOOD, "duplicate task id 't1' (first on line 1)"),
     ({**GOOD, "id": "t2", "solution": [{"do": "click"}]}, "oracle step 'click' needs selector"),
+    ({**GOOD, "id": "t2", "solution": [{"do": "drag", "selector": "#a"}]}, "oracle step 'drag' needs to"),
 ])
 def test_a_malformed_task_file_is_refused_naming_file_and_line(tmp_path, row, message):
     path = tmp_path / "mine.jsonl"
@@ -128,19 +129,43 @@ def test_a_malformed_task_file_is_refused_naming_file_and_line(tmp_path, row, me
     assert "\n" not in str(info.value)
 
 
+GOOD_YAML = "- id: t1\n  site: shop\n  goal: Find tea.\n  start_url: http://127.0.0.1:8000/\n  answer: {exact: tea}\n"
+
+
+def test_the_yaml_example_is_the_same_tasks_as_the_jsonl_one():
+    assert read_task_file(EXAMPLE / "tasks.yaml") == read_task_file(EXAMPLE / "tasks.jsonl")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- id: t1\n  goal: [unclosed\n", "mine.yaml:3: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+    ("id: t1\n", "mine.yaml:1: a YAML task file is a list of tasks ('- id: ...')"),
+    (GOOD_YAML + "- just text\n", "mine.yaml:6: a task must be a mapping (id: ..., goal: ...)"),
+    (GOOD_YAML + "\n- id: t2\n  site: shop\n  goal: Find tea.\n  start_url: http://127.0.0.1:8000/\n",
+     "mine.yaml:7: a task needs exactly one verifier of answer, url, page, rubric (none given)"),
+    ("", "mine.yaml: no tasks in file"),
+])
+def test_a_malformed_yaml_task_file_is_refused_naming_file_and_line(tmp_path, text, message):
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    with pytest.raises(TaskFileError) as info:
+        read_task_file(path)
+    assert str(info.value) == f"{tmp_path}/{message}"
+
+
 def test_a_malformed_task_file_stops_the_session_before_anything_runs(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "id": "t2", "answer": None}) + "\n")
-    job = run([SUITE, "--task-file", str(path), "--policy", "oracle", "--run-dir", str(tmp_path / "run")], tmp_path)
+    job = run([SUITE, "--tasks-file", str(path), "--policy", "oracle", "--run-dir", str(tmp_path / "run")], tmp_path)
     assert job.proc.returncode == 4, job.output
     assert f"ERROR: {path}:2: a task needs exactly one verifier of answer, url, page, rubric (none given)" in job.output
     assert not (tmp_path / "run").exists()
     missing = run([SUITE, "--policy", "oracle", "--run-dir", str(tmp_path / "run")], tmp_path)
-    assert missing.proc.returncode == 4 and "ERROR: this suite runs a task file: pass --task-file PATH" in missing.output
+    assert missing.proc.returncode == 4
+    assert "ERROR: this suite runs a task file: pass --tasks-file PATH" in missing.output
 
 
 def test_benchmark_options_exist_only_in_sessions_that_load_their_package(tmp_path):
     bare = run(["tests", "--help"], tmp_path).output
-    assert "--task-file" not in bare and "--miniwob-seeds" not in bare and "--judge-base-url" not in bare
-    assert "--task-file" in run([SUITE, "--help"], tmp_path).output
+    assert "--tasks-file" not in bare and "--miniwob-seeds" not in bare and "--judge-base-url" not in bare
+    assert "--tasks-file" in run([SUITE, "--help"], tmp_path).output
     assert "--miniwob-seeds" in run(["suites/miniwob", "--help"], tmp_path).output

@@ -1,4 +1,4 @@
-"""Task files of one's own: `pytest suites/tasks --task-file my.jsonl`, each task judged by its own verifier."""
+"""Task files of one's own: `pytest suites/tasks --tasks-file my.jsonl`, each task judged by its own verifier."""
 
 import pytest
 

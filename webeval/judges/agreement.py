@@ -73,7 +73,9 @@ class Agreement:
         accuracy = ratio(self.tp + self.tn, n)
         # Cohen's kappa: agreement beyond what the two marginals would give by chance.
         chance = ratio((self.tp + self.fp) * (self.tp + self.fn) + (self.tn + self.fn) * (self.tn + self.fp), n * n)
-        kappa = None if accuracy is None or chance is None else (1.0 if chance == 1 else (accuracy - chance) / (1 - chance))
+        kappa = None
+        if accuracy is not None and chance is not None:
+            kappa = 1.0 if chance == 1 else (accuracy - chance) / (1 - chance)
         return {"accuracy": accuracy, "precision": ratio(self.tp, self.tp + self.fp),
                 "recall": ratio(self.tp, self.tp + self.fn), "false_positive_rate": ratio(self.fp, self.fp + self.tn),
                 "kappa": kappa}

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
 
-from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.evidence import EVIDENCE, Evidence
 from webeval.outcomes.verdict import Verdict
 
 FOLDER = "verdicts"
@@ -23,6 +22,11 @@ def evidence_sha256(evidence: Evidence) -> str:
     for path in evidence.screenshot_paths():
         digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def usable(evidence: Evidence) -> bool:
+    """Only evidence stored in an attempt folder has a place for its verdicts."""
+    return (evidence.folder / EVIDENCE).is_file()
 
 
 def cache_key(evidence: Evidence, protocol: str, model: str, prompt_version: str) -> str:

@@ -255,7 +255,7 @@ class Judging:
         return await self._model_verdict(task, evidence)
 
     async def _model_verdict(self, task: Task, evidence: Evidence) -> Verdict:
-        if not self.config.cache:
+        if not self.config.cache or not cache.usable(evidence):
             return await self.model.judge(task, evidence)
         key = cache.cache_key(evidence, self.config.protocol, f"{self.config.model} at {self.config.base_url}",
                               self.model.prompt_version)

@@ -167,11 +167,15 @@ class ModelJudge:
         self.reasks = reasks
         self._client: openai.AsyncOpenAI | None = None
 
+    def request_messages(self, goal: str, evidence: Evidence, shots: list[Path]) -> list[dict[str, Any]]:
+        return messages(goal, evidence.answer, shots)
+
     async def judge(self, task: Task, evidence: Evidence) -> Verdict:
         goal = evidence.goal or task.goal  # the text the agent saw (dates as rendered for that run)
         shots = evidence.screenshot_paths(min(MAX_SCREENSHOTS, self.last) if self.last is not None
                                           else MAX_SCREENSHOTS)
-        request: dict[str, Any] = {"model": self.endpoint.model, "messages": messages(goal, evidence.answer, shots)}
+        request: dict[str, Any] = {"model": self.endpoint.model,
+                                   "messages": self.request_messages(goal, evidence, shots)}
         if self.endpoint.temperature is not None:
             request["temperature"] = self.endpoint.temperature
         details = {"screenshots": [path.name for path in shots], "goal": goal}

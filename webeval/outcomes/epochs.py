@@ -82,3 +82,14 @@ def lines(epoch_figures: dict[str, Any]) -> list[str]:
             f"  pass^{k} {epoch_figures['pass^k'][str(k)]:.1%}",
             f"  flaky tasks {len(flaky)}" + (": " + ", ".join(f"{t} {v}" for t, v in list(flaky.items())[:10])
                                              if flaky else "")]
+
+
+def environment(epoch_figures: dict[str, Any]) -> dict[str, str]:
+    """The figures as Allure environment entries (text), for a K-epoch run; nothing for any other."""
+    if not epoch_figures:
+        return {}
+    k = str(epoch_figures["epochs"])
+    return {"epochs": k, "mean pass@1": f"{epoch_figures['mean_pass@1']:.1%}",
+            f"pass@{k}": f"{epoch_figures['pass@k'][k]:.1%}", f"pass^{k}": f"{epoch_figures['pass^k'][k]:.1%}",
+            "run-to-run stderr": f"{epoch_figures['stderr']:.1%}",
+            "flaky tasks": ", ".join(f"{t} {v}" for t, v in epoch_figures["flaky"].items()) or "none"}

@@ -16,7 +16,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 from urllib.parse import quote
 
 MASK = "***"
@@ -61,16 +61,6 @@ class Redactor:
             if form in text:
                 text = text.replace(form, MASK)
         return _URL_CREDENTIALS.sub(rf"\1{MASK}@", text) if "@" in text else text
-
-    def data(self, value: Any) -> Any:
-        """Every string of a JSON-like value redacted, keys included."""
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {self.data(key): self.data(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self.data(item) for item in value]
-        return value
 
     def in_bytes(self, data: bytes) -> bytes:
         """A file's bytes with every secret masked (URL credentials aside: those need a text's word boundaries)."""

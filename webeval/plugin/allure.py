@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from webeval.agent.episode import Episode
+from webeval.outcomes import epochs
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
@@ -250,7 +251,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     env = environment(population, records, policy=config.option.policy, model=_model_name(config),
                       chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath),
                       recipe=policies.recipe(), browser=(str(provider), provider.input_path))
-    env["score"] = reconcile(population, records).headline()  # an interval while the run is incomplete
+    summary = reconcile(population, records, run_dir.conventions())
+    env["score"] = summary.headline()  # an interval while the run is incomplete
+    env.update(epochs.environment(summary.epochs))
     missing = complete_results(folder, run_dir, env)
     config.stash[_COMPLETED] = (folder, len(missing), population.size)
 

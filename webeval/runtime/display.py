@@ -23,7 +23,9 @@ class Display:
         self.name = ""
         self.started_s = 0.0
         self._proc = None
-        self._auth = Path(tempfile.mkstemp(prefix="webeval-xauth-")[1])
+        descriptor, auth = tempfile.mkstemp(prefix="webeval-xauth-")
+        os.close(descriptor)  # the file is written by path when the display starts; the descriptor would leak
+        self._auth = Path(auth)
         self._cookie = secrets.token_bytes(16)
 
     def start(self, timeout: float = 10.0) -> "Display":

@@ -1,10 +1,9 @@
 """What a page (or the agent's own key presses) may not do to the harness or to the machine it runs on.
 
 - `file:` and `chrome:` pages are refused (`BLOCKED_SCHEMES`): a tab that gets there is sent back to its last
-  allowed page, a
-  window the browser opens outside the task's context (chrome://settings, the downloads page) is closed at once and
-  again when the task ends, and a link to them is reported as not followed. The agent reads each refusal with its
-  next observation. (The action contract refuses such URLs in `navigate` and `tabs` before anything runs.)
+  allowed page, a window the browser opens outside the task's context (chrome://settings, the downloads page) is
+  closed at once and again when the task ends, and a link to them is reported as not followed. The agent reads each
+  refusal with its next observation. (The action contract refuses such URLs in `navigate` and `tabs` first.)
 - `window.print()` opens a modal print preview that stops the page's scripts until someone closes it: it does
   nothing, and the agent is told.
 - A document may open MAX_OPENS windows or tabs (`window.open`); beyond that the call returns null, as a popup
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from playwright.async_api import BrowserContext, CDPSession, Frame, Page
 from playwright.async_api import Error as PlaywrightError
@@ -102,7 +101,7 @@ class Guard:
             await self._cdp.detach()
         self._cdp = None
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Awaitable[Any]) -> None:
         detached(work, self._pending, PlaywrightError)  # a page or window that went away needs no refusal
 
     # -- the task's own tabs ---------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -50,25 +50,25 @@ def _describe(error: ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def read_jsonl(
-    path: Path, to_task: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row
-) -> list[Task]:
-    """Every task of a JSONL file, or a TaskFileError naming the file and line of the first bad row."""
+def read_task_text(path: Path) -> str:
+    """A task file's text, or a TaskFileError: unreadable, too large, or not UTF-8 (naming the line)."""
     path = Path(path)
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
     try:
         size = path.stat().st_size
         if size > MAX_TASK_FILE_BYTES:
             raise TaskFileError(f"{path}: {size / (1 << 20):.0f} MB is more than a task file may be "
                                 f"({MAX_TASK_FILE_BYTES >> 20} MB): is it the task file? Split a larger population")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read task file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         line = exc.object[:exc.start].count(b"\n") + 1
         raise TaskFileError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
-    for number, line in enumerate(lines, start=1):
+
+
+def jsonl_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line, as they are read."""
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -77,6 +77,15 @@ def read_jsonl(
             raise TaskFileError(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(row, dict):
             raise TaskFileError(f"{path}:{number}: a task must be a JSON object")
+        yield number, row
+
+
+def tasks_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]],
+                    to_task: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row) -> list[Task]:
+    """Every row as a Task, or a TaskFileError naming the file and line of the first bad one."""
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, row in rows:
         try:
             task = Task.model_validate(to_task(row))
         except ValidationError as exc:
@@ -90,6 +99,14 @@ def read_jsonl(
     if not tasks:
         raise TaskFileError(f"{path}: no tasks in file")
     return tasks
+
+
+def read_jsonl(
+    path: Path, to_task: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row
+) -> list[Task]:
+    """Every task of a JSONL file, or a TaskFileError naming the file and line of the first bad row."""
+    path = Path(path)
+    return tasks_from_rows(path, jsonl_rows(path, read_task_text(path)), to_task)
 
 
 def population_of(name: str, tasks: list[Task], sources: list[Path]) -> Population:

@@ -3,6 +3,7 @@ goal, the page's own timer as the time limit, the end when the page says so, and
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urldefrag
 
@@ -19,15 +20,18 @@ from webeval.tasks import Task
 STATE_KEY = "miniwob"  # the evidence's state holds the page's reward under this key
 DATA_MODE = "train"  # the package's default data mode, set before every episode as it does
 READY_S = 10.0
-# core.startEpisode (the page's onload) made the cover that startEpisodeReal hides: before it, there is no episode.
-LOADED = "() => typeof core !== 'undefined' && core.cover_div != null"
-START = """([seed, mode]) => {
+# One round trip: the page's onload has made the cover that startEpisodeReal hides (wait for it if not), then the
+# seed, the package's data mode and the episode; the page is ready when WOB_TASK_READY says so (FlightWoB's wait for
+# their site's frame). Returns the utterance.
+START = """async ([seed, mode]) => {
+  const loaded = () => typeof core !== 'undefined' && core.cover_div != null;
+  if (!loaded()) await new Promise(resolve => window.addEventListener('load', resolve, {once: true}));
   Math.seedrandom(seed);
   core.setDataMode(mode);
   core.startEpisodeReal();
+  while (WOB_TASK_READY !== true) await new Promise(resolve => setTimeout(resolve, 20));
+  return core.getUtterance();
 }"""
-READY = "() => WOB_TASK_READY === true"
-UTTERANCE = "() => core.getUtterance()"
 ENDED = "() => typeof WOB_DONE_GLOBAL !== 'undefined' && WOB_DONE_GLOBAL === true"
 REWARD = """() => typeof core === 'undefined' ? null : {
   done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL, reason: WOB_REWARD_REASON,
@@ -49,13 +53,11 @@ class MiniwobPage(PageHooks):
 
     async def start(self, page: Page, task: Task) -> Task:
         try:
-            await page.wait_for_function(LOADED, timeout=READY_S * 1000)
-            await page.evaluate(START, [self.seed, DATA_MODE])
-            await page.wait_for_function(READY, timeout=READY_S * 1000)
-        except PlaywrightError as exc:
+            said = await asyncio.wait_for(page.evaluate(START, [self.seed, DATA_MODE]), READY_S)
+        except (PlaywrightError, TimeoutError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else "no answer"
             raise InfraError("site", f"the MiniWoB++ page {page.url} did not start an episode within "
-                                     f"{READY_S:g} s: {str(exc).splitlines()[0]}") from None
-        said = await page.evaluate(UTTERANCE)
+                                     f"{READY_S:g} s: {why}") from None
         if isinstance(said, dict):  # FlightWoB's: the utterance with its fields
             said = said.get("utterance", "")
         goal = " ".join(str(said).split()) or task.goal

@@ -51,8 +51,18 @@ def text_is(text: str) -> str:
 
 
 def quoted(utterance: str) -> list[str]:
-    """The utterance's double-quoted parts, in order."""
-    return re.findall(r'"([^"]*)"', utterance)
+    """The utterance's double-quoted parts, in order (at least one)."""
+    parts = re.findall(r'"([^"]*)"', utterance)
+    if not parts:
+        raise SolutionError(f"the utterance {utterance!r} quotes nothing")
+    return parts
+
+
+def matched(pattern: str, utterance: str) -> re.Match[str]:
+    found = re.fullmatch(pattern, utterance)
+    if found is None:
+        raise SolutionError(f"the utterance {utterance!r} does not read as {pattern!r}")
+    return found
 
 
 def marked(index: int) -> str:
@@ -70,13 +80,6 @@ async def mark(page: Page, script: str, argument: object = None) -> int:
 @solves("click-button")
 async def click_button(page: Page, utterance: str) -> list[OracleStep]:
     return [click(f"#area button{text_is(quoted(utterance)[0])}")]
-
-
-def matched(pattern: str, utterance: str) -> re.Match[str]:
-    found = re.fullmatch(pattern, utterance)
-    if found is None:
-        raise SolutionError(f"the utterance {utterance!r} does not read as {pattern!r}")
-    return found
 
 
 @solves("click-checkboxes", "click-checkboxes-large", "click-option")
@@ -184,6 +187,7 @@ async def choose_list(page: Page, utterance: str) -> list[OracleStep]:
     return [click("#options"), OracleStep(do="type", text=item), key("enter"), click("#area button")]
 
 
+# Chromium's date and time fields (en-US): a click lands on a later part; the arrow keys go back to the first.
 @solves("enter-date")
 async def enter_date(page: Page, utterance: str) -> list[OracleStep]:
     month, day, year = matched(r"Enter (\d\d)/(\d\d)/(\d{4}) as the date and hit submit\.", utterance).groups()
@@ -234,7 +238,7 @@ async def navigate_tree(page: Page, utterance: str) -> list[OracleStep]:
 
 
 # The first country the autocomplete would offer that starts and ends as asked (the page's own list).
-FIRST_FIT = """([start, end]) => ui_utils.COUNTRIES.find(item => item.startsWith(start) && item.endsWith(end)) || null"""
+FIRST_FIT = "([start, end]) => ui_utils.COUNTRIES.find(item => item.startsWith(start) && item.endsWith(end)) || null"
 
 
 @solves("use-autocomplete", "use-autocomplete-nodelay")

@@ -1,4 +1,4 @@
-"""Task files of one's own as a benchmark package: `pytest suites/tasks --task-file my.jsonl`.
+"""Task files of one's own as a benchmark package: `pytest suites/tasks --tasks-file my.jsonl`.
 
 A suite loads it from its conftest (`pytest_plugins = ["webeval.benchmarks.tasks"]`, see suites/tasks); its options
 exist only in such sessions. Each task is judged by its own verifier (webeval.benchmarks.tasks.spec); a rubric by a
@@ -48,7 +48,8 @@ LOADED = pytest.StashKey[TaskFile]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tasks", "webeval: task files (suites/tasks)")
     add = group.addoption
-    add("--task-file", default=None, metavar="PATH", help="the JSONL task file to run (format: docs/suites.md)")
+    add("--tasks-file", default=None, metavar="PATH",
+        help="the task file to run: JSONL, or YAML (format: docs/suites.md)")
     add("--judge-base-url", default=None, help="the rubric judge's OpenAI-compatible endpoint")
     add("--judge-model", default=None, help="the rubric judge's (multimodal) model")
     add("--judge-api-key-env", default=None, metavar="ENV", help="the environment variable holding the judge's key")
@@ -81,9 +82,9 @@ def judge_config(config: pytest.Config) -> JudgeConfig | None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or getattr(config.option, "version", False):
         return
-    if config.option.task_file is None:
-        raise pytest.UsageError("this suite runs a task file: pass --task-file PATH (the format: docs/suites.md)")
-    path = Path(config.option.task_file)
+    if config.option.tasks_file is None:
+        raise pytest.UsageError("this suite runs a task file: pass --tasks-file PATH (the format: docs/suites.md)")
+    path = Path(config.option.tasks_file)
     try:
         tasks, entries = read_task_file(path)
     except TaskFileError as exc:

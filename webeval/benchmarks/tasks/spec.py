@@ -1,4 +1,4 @@
-"""A task file of one's own, without Python: one task per JSON line, each with exactly one verifier.
+"""A task file of one's own, without Python: one task per JSON line (or a YAML list), each with one verifier.
 
     {"id": "save-note", "site": "notes", "goal": "Save a note that says hello.", "start_url": "http://127.0.0.1:8000/",
      "page": {"selector": "#status", "exact": "Saved"}}
@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
+import yaml
 from pydantic import Field, model_validator
 
-from webeval.tasks import OracleStep, Task, read_jsonl
+from webeval.tasks import OracleStep, Task, TaskFileError
 from webeval.tasks.model import Frozen
+from webeval.tasks.population import jsonl_rows, read_task_text, tasks_from_rows
 
 VERIFIERS = ("answer", "url", "page", "rubric")
+YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def collapse(text: str) -> str:
@@ -115,14 +118,40 @@ class TaskEntry(Frozen):
         return fields
 
 
+def yaml_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, mapping) of every item of a YAML list of tasks."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise TaskFileError(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise TaskFileError(f"{path}: invalid YAML: {exc}") from None
+    if root is None:
+        return
+    if not isinstance(root, yaml.SequenceNode):
+        raise TaskFileError(f"{path}:{root.start_mark.line + 1}: a YAML task file is a list of tasks ('- id: ...')")
+    loader = yaml.SafeLoader("")
+    for node in root.value:
+        number = node.start_mark.line + 1
+        if not isinstance(node, yaml.MappingNode):
+            raise TaskFileError(f"{path}:{number}: a task must be a mapping (id: ..., goal: ...)")
+        try:
+            yield number, loader.construct_document(node)
+        except yaml.YAMLError as exc:
+            raise TaskFileError(f"{path}:{number}: invalid YAML: {exc}") from None
+
+
 def read_task_file(path: Path) -> tuple[list[Task], dict[str, TaskEntry]]:
-    """The tasks of a JSONL task file and each one's entry, or a TaskFileError naming the file and line."""
+    """The tasks of a task file (JSONL; YAML for a .yaml or .yml name) and each one's entry, or a TaskFileError
+    naming the file and line."""
+    path = Path(path)
     entries: dict[str, TaskEntry] = {}
 
     def to_task(row: dict[str, Any]) -> dict[str, Any]:
         entry = TaskEntry.model_validate(row)
-        entries.setdefault(entry.id, entry)  # a duplicate id is refused by read_jsonl, naming both lines
+        entries.setdefault(entry.id, entry)  # a duplicate id is refused when its task is read, naming both lines
         return entry.task()
 
-    tasks = read_jsonl(Path(path), to_task)
-    return tasks, entries
+    read = yaml_rows if path.suffix.lower() in YAML_SUFFIXES else jsonl_rows
+    return tasks_from_rows(path, read(path, read_task_text(path)), to_task), entries

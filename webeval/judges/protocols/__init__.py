@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from webeval.judges.protocols.original import AUTO_EVAL, WebVoyagerJudge
 from webeval.judges.protocols.rubric import RubricJudge
-from webeval.judges.protocols.webjudge import WebJudge
+from webeval.judges.protocols.webjudge import WebJudge, action_history
 from webeval.judges.webvoyager import SYSTEM_PROMPT, Endpoint, ModelJudge
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.verdict import Verdict
@@ -33,11 +33,23 @@ class ProtocolJudge(Protocol):
     async def close(self) -> None: ...
 
 
+TRAIL = "The pages the agent visited, oldest first:\n{urls}\n\nIts actions, oldest first:\n{actions}"
+
+
 class WebevalJudge(ModelJudge):
-    """Today's JSON protocol, its verdicts marked with the protocol and a hash of its prompt."""
+    """Today's JSON protocol, with the visited URLs and the action history after the screenshots; its verdicts
+    marked with the protocol and a hash of its prompt texts."""
 
     protocol = "webeval"
-    prompt_version = "webeval#" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
+    prompt_version = "webeval#" + hashlib.sha256((SYSTEM_PROMPT + TRAIL).encode()).hexdigest()[:12]
+
+    def request_messages(self, goal: str, evidence: Evidence, shots: list[Path]) -> list[dict[str, Any]]:
+        asked = super().request_messages(goal, evidence, shots)
+        trail = TRAIL.format(urls="\n".join(dict.fromkeys(evidence.urls)) or "(none)",
+                             actions="\n".join(f"{i + 1}. {line}" for i, line in enumerate(action_history(evidence)))
+                             or "(none)")
+        asked[1]["content"] = [*asked[1]["content"], {"type": "text", "text": trail}]
+        return asked
 
     async def judge(self, task: Task, evidence: Evidence) -> Verdict:
         verdict = await super().judge(task, evidence)

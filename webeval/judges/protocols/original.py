@@ -69,8 +69,8 @@ class WebVoyagerJudge(ModelJudge):
         if evidence.answer is None:
             return Verdict(success=False, reason="the agent gave no answer", details={"asked": 0}, **made)
         shots = evidence.screenshot_paths(self.last)
-        request: dict[str, Any] = {"model": self.endpoint.model, "messages": self.messages(goal, evidence.answer, shots),
-                                   "max_tokens": MAX_TOKENS, "seed": SEED, "temperature": 0}
+        request: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": MAX_TOKENS, "seed": SEED,
+                                   "temperature": 0, "messages": self.messages(goal, evidence.answer, shots)}
         details = {"screenshots": [path.name for path in shots], "goal": goal}
         for asked in range(1, self.reasks + 2):
             content = await self._complete(request)
