@@ -38,11 +38,15 @@ def pytest_configure(config):
     config.option.policy = config.option.policy or "oracle"
     if FAULT in ("executor", "observation"):
         import webeval.agent.loop as loop
+        import webeval.runtime.observe as observe
 
         def broken(*args, **kwargs):
             raise TypeError(f"injected into the {FAULT}")
 
-        setattr(loop, "execute" if FAULT == "executor" else "screenshot_png", broken)
+        if FAULT == "executor":
+            loop.execute = broken
+        else:
+            observe.screen_png = broken  # what the screen grab runs on its thread
 
 
 def pytest_generate_tests(metafunc):
