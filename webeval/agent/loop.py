@@ -170,8 +170,15 @@ class AgentLoop:
             return record, f"error: {exc}", False
         timings["validate"] = time.monotonic() - t3
         t4 = time.monotonic()
-        done = False
-        results = []
+        done = await self._act(episode, record, actions)
+        timings["execute"] = time.monotonic() - t4
+        await writing
+        timings["step"] = time.monotonic() - t0
+        record.timings = {k: round(v, 4) for k, v in timings.items()}
+        return record, "; ".join(record.results) or None, done
+
+    async def _act(self, episode: Episode, record: StepRecord, actions: list) -> bool:
+        """Execute a turn's actions in order; True when it terminated the episode."""
         for action in actions:
             record.actions.append(action.model_dump(exclude_none=True, exclude_defaults=False))
             if isinstance(action, Terminate):
@@ -180,12 +187,6 @@ class AgentLoop:
                 if action.status == "failure":
                     episode.failure_class = FailureClass.gave_up
                     episode.reason = f"the agent gave up: {action.answer}"
-                done = True
-                break
-            results.append(await execute(action, session, self.device))
-        record.results = results
-        timings["execute"] = time.monotonic() - t4
-        await writing
-        timings["step"] = time.monotonic() - t0
-        record.timings = {k: round(v, 4) for k, v in timings.items()}
-        return record, "; ".join(results) or None, done
+                return True
+            record.results.append(await execute(action, self.session, self.device))
+        return False

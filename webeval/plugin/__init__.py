@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import uuid
+
+import pytest
 
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary
