@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from _pytest.config import _prepareconfig
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
 from tests.conftest import ROOT
 from tests.runs import records, run
 from webeval.benchmarks.miniwob.server import PageServer
+from webeval.benchmarks.tasks import judge_config
 from webeval.benchmarks.tasks.spec import read_task_file
 from webeval.tasks import TaskFileError
 
@@ -162,6 +164,30 @@ def test_a_malformed_task_file_stops_the_session_before_anything_runs(tmp_path):
     missing = run([SUITE, "--policy", "oracle", "--run-dir", str(tmp_path / "run")], tmp_path)
     assert missing.proc.returncode == 4
     assert "ERROR: this suite runs a task file: pass --tasks-file PATH" in missing.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m", "--judge-api-key-env", "NO_SUCH_JUDGE_KEY"],
+     "the judge's API key variable $NO_SUCH_JUDGE_KEY is not set"),
+    (["--judge-profile", "nope"], "--judge-profile 'nope' is unknown"),
+    (["--judge-base-url", "http://127.0.0.1:9/v1"], "the model judge needs --judge-base-url and --judge-model"),
+    (["--judge-model", "m", "--judge-timeout", "0"], "--judge-timeout must be positive"),
+])
+def test_bad_judge_options_are_refused_in_one_line(monkeypatch, args, message):
+    monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
+    config = _prepareconfig([SUITE, "-s", "--tasks-file", str(EXAMPLE / "tasks.jsonl"), *args])
+    with pytest.raises(pytest.UsageError) as info:
+        judge_config(config)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_unreachable_rubric_judge_stops_the_session_before_any_task(tmp_path):
+    path = task_file(tmp_path / "mine.jsonl", EXAMPLE_ORIGIN, [RUBRIC])
+    job = run([SUITE, "--tasks-file", str(path), "--policy", "oracle", "--run-dir", str(tmp_path / "run"),
+               "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m"], tmp_path)
+    assert job.proc.returncode == 3, job.output
+    assert "webeval: the judge endpoint http://127.0.0.1:9/v1 is unreachable" in job.output
+    assert records(tmp_path / "run") == []
 
 
 def test_benchmark_options_exist_only_in_sessions_that_load_their_package(tmp_path):

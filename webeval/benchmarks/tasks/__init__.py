@@ -26,7 +26,7 @@ from webeval.plugin import suite
 from webeval.plugin.policies import STOP_EXIT_CODE
 from webeval.tasks import Population, Task, TaskFileError, population_of
 
-__all__ = ["parametrize"]
+__all__ = ["judge_config", "parametrize"]
 
 
 @dataclass(frozen=True)
