@@ -5,8 +5,9 @@ handler, Playwright's node driver), the entries it left in its temporary directo
 own as TMPDIR, so nothing of another program's counts; X lock files, which Xvfb keeps in /tmp whatever TMPDIR says, are
 counted too, and so are shared memory segments left in /dev/shm; pytest's own tmp_path root, which it keeps by
 design, is not), the most file descriptors the controller had open, and the host's available memory (on a shared
-machine that moves with everything else it runs: the details say how much memory what the runs left holds). Goals: no process and no temporary entry left after any run; available memory at the end at most 50 MB below
-what it was before the first run.
+machine that moves with everything else it runs: the details say how much memory what the runs left holds).
+Goals: no process and no temporary entry left after any run; available memory at the end at most 50 MB below what
+it was before the first run.
 
     .venv/bin/python -m bench.soak [--runs 5] [--workers 8] [--select EXPR] [--json]
 """

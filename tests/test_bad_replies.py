@@ -19,7 +19,7 @@ from webeval.outcomes.redact import MASK, PLACEHOLDER
 NESTED = "[" * 10_000 + "]" * 10_000
 BAD_MODEL_REPLIES: dict[str, list[Reply]] = {  # one or two replies, taken in turn
     "10 MB of content": [text("x" * (10 << 20))],
-    "invalid UTF-8 bytes": [Reply(raw_body=b'{"choices": [{"message": {"role": "assistant", "content": "\xff\xfe"}}]}')],
+    "invalid UTF-8 bytes": [Reply(raw_body=b'{"choices": [{"message": {"role": "assistant", "content": "\xff"}}]}')],
     "1,000 tool calls in one turn": [Reply(tool_calls=[("computer", '{"action": "wait", "seconds": 0}')] * 1000)],
     "JSON nested 10,000 levels deep": [Reply(raw_body=NESTED), call("computer", NESTED)],
     "NaN or negative coordinates": [call("computer", '{"action": "click", "x": NaN, "y": 10}'),

@@ -13,11 +13,12 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.redact import redact
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
@@ -51,7 +52,7 @@ _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 class Endpoint:
     base_url: str
     model: str
-    api_key: str | None = None  # the secret itself, read from the environment; never logged
+    api_key: str | None = field(default=None, repr=False)  # the secret itself, from the environment; never shown
     timeout_s: float = 120.0
     retries: int = 2
     temperature: float | None = 0.0
@@ -63,7 +64,7 @@ class Endpoint:
                                   timeout=self.timeout_s, max_retries=self.retries)
 
     def redact(self, text: str) -> str:
-        return text.replace(self.api_key, "***") if self.api_key else text
+        return redact(text, self.api_key)
 
 
 class Unreadable(ValueError):
