@@ -16,5 +16,5 @@ class Verdict(BaseModel):
     model: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     raw: str | None = None
-    protocol: str | None = None  # a model judge's protocol (webvoyager, webeval, webjudge, rubric)
+    protocol: str | None = None  # a model judge's protocol, as --judge-protocol names it
     prompt_version: str | None = None  # which prompt texts it read: a pin or a hash, so verdicts stay comparable
