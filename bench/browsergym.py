@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path

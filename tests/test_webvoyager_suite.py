@@ -15,7 +15,6 @@ from tests.webvoyager_data import (
     MAINTAINED, ORIGINAL, need_data, offline_env, parsed, pytest_run, records, webvoyager_rows,
 )
 from webeval.agent.live import LiveSites, blocked_steps
-from webeval.agent.episode import StepRecord
 from webeval.benchmarks import webvoyager
 from webeval.benchmarks.webvoyager import SiteChecks
 from webeval.benchmarks.webvoyager.settings import build

@@ -92,12 +92,12 @@ async def evaluate(task: Task, how: Evaluation) -> Attempt:
     retried attempt on record too (appended here), in a fresh context of a runtime started again if it died."""
     began = time.monotonic()
     prepared = how.environment.prepare(task)
+    episode: Episode | None = None  # the last attempt's, when a retry cannot start the runtime again
     for retry in range(how.infra_retries + 1):
         try:
             await _ready(how.runtime)  # a runtime that cannot exist here (Xvfb missing, say) raises NotRun
         except InfraError as exc:  # a part died while it started, every time
-            return Attempt(_infra(how, task, exc, episode if retry else None, time.monotonic() - began),
-                           episode if retry else None)
+            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
         number, folder = how.run_dir.attempt_dir(task.id)
         episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
         infra = episode.infra

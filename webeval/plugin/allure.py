@@ -29,9 +29,9 @@ from webeval.outcomes import epochs
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
-from webeval.outcomes.rundir import POPULATION, RunDir
+from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK
+from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, finished_run_dir
 from webeval.report.categories import allure_status, status_message
 from webeval.report.environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
@@ -233,11 +233,9 @@ def _model_name(config: pytest.Config) -> str | None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Once, on the controller: the results complete to N, with the run's environment."""
     config = session.config
-    if hasattr(config, "workerinput") or config.option.collectonly or not allure_loaded(config):
-        return
-    run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
+    run_dir = finished_run_dir(config)
     folder = results_dir(config)
-    if run_dir is None or folder is None or not (run_dir.path / POPULATION).exists():
+    if run_dir is None or folder is None or not allure_loaded(config):
         return
     from webeval.runtime.browser import find_chromium
 

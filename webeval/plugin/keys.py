@@ -6,7 +6,7 @@ import pytest
 
 from webeval.agent.evaluate import Attempt
 from webeval.outcomes.record import AttemptRecord
-from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.tasks import Task
 
 TASK = pytest.StashKey[Task]()
@@ -14,3 +14,12 @@ ATTEMPT = pytest.StashKey[Attempt]()  # what run_task's evaluate (or re-judge) r
 RECORD = pytest.StashKey[AttemptRecord]()  # the test's final record, as the report was decided from it
 RUN_DIR = pytest.StashKey[RunDir]()
 SESSION_ID = pytest.StashKey[str]()
+
+
+def finished_run_dir(config: pytest.Config) -> RunDir | None:
+    """At the end of a session, where it is reconciled once: the run directory on the xdist controller (or in a
+    session without workers) once it holds a population; None on a worker, with --collect-only, or before."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return None
+    run_dir = config.stash.get(RUN_DIR, None)
+    return run_dir if run_dir is not None and (run_dir.path / POPULATION).exists() else None

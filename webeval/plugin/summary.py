@@ -9,9 +9,8 @@ import pytest
 
 from webeval.outcomes.gate import SELECTED_INCOMPLETE, selected_incomplete
 from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
-from webeval.outcomes.rundir import POPULATION
 from webeval.plugin import gate
-from webeval.plugin.keys import RUN_DIR
+from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
 
 SUMMARY = pytest.StashKey[Summary]()
@@ -47,10 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    if hasattr(config, "workerinput") or config.option.collectonly:
-        return
-    run_dir = config.stash.get(RUN_DIR, None)
-    if run_dir is None or not (run_dir.path / POPULATION).exists():
+    run_dir = finished_run_dir(config)
+    if run_dir is None:
         return
     run_dir.set_conventions({"judge_unparseable": config.option.judge_unparseable})
     config.stash[SUMMARY] = summary = write_summary(run_dir)

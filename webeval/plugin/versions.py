@@ -6,19 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from webeval.outcomes.rundir import POPULATION
 from webeval.outcomes.sessions import append_session
-from webeval.plugin.keys import RUN_DIR, SESSION_ID
+from webeval.plugin.keys import SESSION_ID, finished_run_dir
 from webeval.report.versions import versions
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    if hasattr(config, "workerinput") or config.option.collectonly:
-        return
-    run_dir = config.stash.get(RUN_DIR, None)
-    if run_dir is None or not (run_dir.path / POPULATION).exists():
+    run_dir = finished_run_dir(config)
+    if run_dir is None:
         return
     from webeval.runtime.browser import find_chromium
 
