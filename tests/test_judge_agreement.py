@@ -11,11 +11,12 @@ import pytest
 from fixtures.openai_stub import OpenAIStub, text
 from tests.conftest import ROOT
 from tests.runs import run
+from tests.webvoyager_data import ORIGINAL
 from webeval.cli import main
 from webeval.judges.agreement import agreement
 from webeval.judges.calibration import near_miss
 
-PROMPTS = "/work/shared/data/webvoyager/evaluation"
+PROMPTS = str(ORIGINAL / "evaluation")
 ORACLE_TASKS = "Shop--1 or Dictionary--4"  # one judged by its answer, one by the site's state
 
 
@@ -139,10 +140,18 @@ def test_calibrate_refuses_bad_input_in_one_line(labelled_set, tmp_path, capsys)
 
 
 def test_prepare_judge_prompts_checks_the_pin(tmp_path, capsys):
-    assert main(["prepare", "judge-prompts", "--from", PROMPTS, "--cache-dir", str(tmp_path / "p")]) == 0
+    assert main(["prepare", "judge-prompts", "--protocol", "webvoyager", "--from", PROMPTS,
+                 "--cache-dir", str(tmp_path / "p")]) == 0
     assert (tmp_path / "p" / "auto_eval.py").read_bytes() == (Path(PROMPTS) / "auto_eval.py").read_bytes()
+    # no WebJudge file in the WebVoyager folder: that one protocol's file is missing, said in one line
+    assert main(["prepare", "judge-prompts", "--from", PROMPTS, "--cache-dir", str(tmp_path / "p")]) == 2
+    assert "no webjudge_online_mind2web.py (OSU-NLP-Group/Online-Mind2Web" in capsys.readouterr().err
     changed = tmp_path / "changed"
     changed.mkdir()
     (changed / "auto_eval.py").write_text("SYSTEM_PROMPT = 'other'\n")
-    assert main(["prepare", "judge-prompts", "--from", str(changed), "--cache-dir", str(tmp_path / "q")]) == 2
-    assert "does not match the pin" in capsys.readouterr().err and not (tmp_path / "q" / "auto_eval.py").exists()
+    (changed / "webjudge_online_mind2web.py").write_text("system_msg = 'other'\n")
+    for protocol in ("webvoyager", "webjudge"):
+        assert main(["prepare", "judge-prompts", "--protocol", protocol, "--from", str(changed),
+                     "--cache-dir", str(tmp_path / "q")]) == 2
+        assert "does not match the pin" in capsys.readouterr().err
+    assert not list((tmp_path / "q").iterdir())

@@ -11,6 +11,7 @@ import pytest
 
 from fixtures.openai_stub import OpenAIStub, error, text
 from tests.test_judge_protocols import TASK, attempt
+from tests.webvoyager_data import ORIGINAL
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, with_members
 from webeval.outcomes.record import JudgeError
 
@@ -22,7 +23,7 @@ def ensemble(tmp_path: Path, stack: ExitStack, replies: list) -> Judging:
         profile = tmp_path / f"judge-{index}.json"
         profile.write_text(json.dumps({"base_url": stub.base_url, "model": f"judge-{index}", "retries": 0}))
         names.append(str(profile))
-    config = with_members(JudgeConfig(protocol="webvoyager", prompts="/work/shared/data/webvoyager/evaluation",
+    config = with_members(JudgeConfig(protocol="webvoyager", prompts=str(ORIGINAL / "evaluation"),
                                       retries=0), ",".join(names), tmp_path)
     return Judging(config)
 

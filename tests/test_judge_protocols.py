@@ -13,13 +13,14 @@ import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, text
+from tests.webvoyager_data import ORIGINAL
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging
 from webeval.judges.protocols.original import AUTO_EVAL, PAPER_SCREENSHOTS, read_reply
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.tasks import Task
 
-UPSTREAM = Path("/work/shared/data/webvoyager/evaluation")
+UPSTREAM = ORIGINAL / "evaluation"
 TASK = Task(id="Allrecipes--3", site="Allrecipes", goal="Find vegan cookies with over 60 reviews.",
             start_url="https://www.allrecipes.com/")
 
@@ -146,7 +147,8 @@ async def test_the_cache_spares_a_second_call_and_is_keyed_by_protocol_and_evide
 
 
 # No copy of Online-Mind2Web's prompt file is on this machine: the test writes a file of the same shape (its own
-# words) and pins it, so the three stages are exercised exactly as the pinned upstream file would drive them.
+# words) and pins it, so the three stages are exercised exactly as the pinned upstream file drives them: as there,
+# the outcome stage assigns its template with the kept pages' reasons first and reassigns it when none was kept.
 WEBJUDGE_FILE = '''
 def identify_key_points(task):
     system_msg = """KP-SYSTEM: list the key points."""
@@ -159,17 +161,16 @@ Key points: {key_points}"""
 
 async def WebJudge_Online_Mind2Web_eval(task, last_actions, images_path):
     system_msg = """OUTCOME-SYSTEM: Status: success or failure."""
+    prompt = """Task: {task}
+Key points: {key_points}
+Actions:
+{last_actions}
+Why these pages: {thoughts}"""
     if not images_path:
         prompt = """NO-IMAGES Task: {task}
 Key points: {key_points}
 Actions:
 {last_actions}"""
-    else:
-        prompt = """Task: {task}
-Key points: {key_points}
-Actions:
-{last_actions}
-Why these pages: {thoughts}"""
 '''
 
 
@@ -214,10 +215,13 @@ async def test_webjudge_runs_its_three_stages(tmp_path):
         await judge.close()
     first, *images, last = stub.requests
     assert first["messages"][1]["content"] == [{"type": "text", "text": f"Task: {TASK.goal}"}]
-    assert len(images) == 4 and "Key points: 1. vegan cookies\n2. more than 60 reviews" in \
+    # as upstream leaves them: each line's indent gone, the newline after "**Key Points**:" kept
+    assert len(images) == 4 and "Key points: \n1. vegan cookies\n2. more than 60 reviews" in \
         images[0]["messages"][1]["content"][0]["text"]
+    assert images[0]["messages"][1]["content"][1]["image_url"]["url"].startswith("data:image/jpeg;base64,/9j/")
     outcome = last["messages"][1]["content"]
     assert sum(part["type"] == "image_url" for part in outcome) == 3  # scored 4, 3 and 5: kept; 1: dropped
+    assert outcome[0]["text"].endswith("Why these pages: 1. shows the list.\n2. shows the list.\n3. shows the list.")
     assert '1. {"tool": "computer", "action": "click", "x": 1, "y": 2} (on https://www.allrecipes.com/search?q=' \
         in outcome[0]["text"] and "terminate" not in outcome[0]["text"]  # the URL it acted on; no closing answer
     assert verdict.success and verdict.protocol == "webjudge" and len(verdict.details["kept"]) == 3
@@ -237,6 +241,19 @@ async def test_webjudge_reads_a_failure_and_uses_the_no_image_prompt(tmp_path):
         await judge.close()
     assert not verdict.success and verdict.details["kept"] == []
     assert stub.requests[-1]["messages"][1]["content"][0]["text"].startswith("NO-IMAGES")
+
+
+@pytest.mark.parametrize(("reply", "success"), [
+    ('Thoughts: all key points hold.\nStatus: "success"', True),
+    ("Thoughts: the filter was not applied.\nStatus: failure", False),
+    ("STATUS: Success", True),
+    ("Thoughts: one could call it a success.\nStatus: incomplete", False),  # only the text after "Status:" counts
+    ("The task was completed successfully.", None),  # no "Status:": asked again, then unparseable
+])
+def test_webjudge_reads_its_status_line_as_upstream_does(reply, success):
+    from webeval.judges.protocols.webjudge import status
+
+    assert status(reply) is success
 
 
 async def test_webjudge_without_its_pinned_file_stops_with_one_line(tmp_path):

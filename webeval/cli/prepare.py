@@ -33,6 +33,8 @@ def add_parser(subparsers) -> None:
                         help="where raw repository files are served, as MIRROR/OWNER/REPO/COMMIT/PATH")
     parser.add_argument("--from", dest="source", type=Path, default=None,
                         help="copy from a local folder instead of downloading (still sha256 checked)")
+    parser.add_argument("--protocol", dest="protocols", action="append", choices=sorted(PROMPT_PINS),
+                        help="judge-prompts: only this protocol's file (repeatable; default all)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per download (default 60)")
     parser.set_defaults(func=run)
 
@@ -74,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.benchmark == "judge-prompts":
         folder = prompts_folder(args.cache_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        for pin in PROMPT_PINS:
-            print(prepare(pin, folder, args))
+        for protocol in args.protocols or PROMPT_PINS:
+            print(prepare(PROMPT_PINS[protocol], folder, args))
         return 0
     pin = POPULATIONS[args.population]
     folder = (args.cache_dir or cache_root()) / pin.name

@@ -14,14 +14,14 @@ from typing import Any, Protocol
 
 from webeval.judges.protocols.original import AUTO_EVAL, WebVoyagerJudge
 from webeval.judges.protocols.rubric import RubricJudge
-from webeval.judges.protocols.webjudge import WebJudge, action_history
+from webeval.judges.protocols.webjudge import WEBJUDGE, WebJudge, action_history
 from webeval.judges.webvoyager import SYSTEM_PROMPT, Endpoint, ModelJudge
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 
 PROTOCOLS = ("webeval", "webvoyager", "webjudge", "rubric")
-PROMPT_PINS = (AUTO_EVAL,)  # what `webeval prepare judge-prompts` downloads
+PROMPT_PINS = {"webvoyager": AUTO_EVAL, "webjudge": WEBJUDGE}  # what `webeval prepare judge-prompts` downloads
 
 
 class ProtocolJudge(Protocol):

@@ -1,40 +1,49 @@
 """The `webjudge` protocol: Online-Mind2Web's WebJudge, in its three stages.
 
 1. Key points: the model lists what the task requires (read from after "**Key Points**:", else "Key Points:").
-2. Each screenshot is scored 1-5 for relevance to them (the first digit after "Score"), one call per screenshot,
-   all at once; those scored at the threshold (3) or more are kept with the reasoning given for them.
+2. Each screenshot is scored 1-5 for relevance to them (the first digit between the first and second "Score"), one
+   call per screenshot, all at once; those scored at the threshold (3) or more are kept (at most 50) with the
+   reasoning given for them; a reply with no score scores 0.
 3. The outcome: the task, the key points, the action history (each action with the URL it was taken on) and the
-   kept screenshots with their reasoning; "Status: success" passes, "Status: failure" fails.
+   kept screenshots with their reasoning. As upstream reads it: "success" after the first "Status:" passes, any
+   other text there fails; a reply with no "Status:" at all is asked again, then unparseable.
 
 The prompt texts are read at run time from the pinned upstream file: in each of its functions `identify_key_points`,
-`judge_image` and `WebJudge_Online_Mind2Web_eval`, the string assigned to `system_msg` and the template assigned to
-`prompt` (filled with `str.format`: task, key_points, last_actions, thoughts). A function with two `prompt`
-templates uses the first when no screenshot was kept.
+`judge_image` and `WebJudge_Online_Mind2Web_eval`, the string assigned to `system_msg` and the templates assigned to
+`prompt` (filled with `str.format`: task, key_points, last_actions, thoughts). The outcome stage has two: the one
+naming `{thoughts}` when screenshots were kept, the other when none was. Screenshots go as JPEG at detail "high",
+as upstream encodes them.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import base64
 import hashlib
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from webeval.judges.protocols.pinned import PromptPin, locate
-from webeval.judges.webvoyager import Endpoint, ModelJudge, _image
+from webeval.judges.webvoyager import Endpoint, ModelJudge
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 
+# The sha256 is of the 9,962-byte file that two independent verbatim copies share (docs/judges.md, "Provenance").
 WEBJUDGE = PromptPin("OSU-NLP-Group/Online-Mind2Web", "ccdeb0d6327c1bb48ae15f35afa2dfedb21bb60e",
-                     "src/methods/webjudge_online_mind2web.py", "")  # sha256: taken when first prepared
+                     "src/methods/webjudge_online_mind2web.py",
+                     "e3cd499b7c1fc92cbd51d3c4216c95ebab774c2c2cd998c5ad6dad94710780c4")
 STAGES = ("identify_key_points", "judge_image", "WebJudge_Online_Mind2Web_eval")
 THRESHOLD = 3
+MAX_KEPT = 50
 _DIGIT = re.compile(r"[1-5]")
-_STATUS = re.compile(r"status\s*:\s*\**\s*\"?(success|failure)", re.IGNORECASE)
 
 
 def read_prompts(pin: PromptPin, folder: Path) -> dict[str, list[str]]:
@@ -67,15 +76,30 @@ def read_prompts(pin: PromptPin, folder: Path) -> dict[str, list[str]]:
 
 def key_points(reply: str) -> str:
     text = reply.replace("\n\n", "\n")
-    tail = text.split("**Key Points**:", 1)[1] if "**Key Points**:" in text else text.split("Key Points:")[-1]
-    return "\n".join(line.lstrip() for line in tail.splitlines()).strip()
+    tail = text.split("**Key Points**:")[1] if "**Key Points**:" in text else text.split("Key Points:")[-1]
+    return "\n".join(line.lstrip() for line in tail.splitlines())
 
 
 def score(reply: str) -> tuple[int, str]:
     """(score, reasoning) of a screenshot; a reply with no score scores 0."""
-    digits = _DIGIT.findall(reply.split("Score", 1)[1]) if "Score" in reply else []
+    digits = _DIGIT.findall(reply.split("Score")[1]) if "Score" in reply else []
     reasoning = reply.split("**Reasoning**:")[-1].strip().split("\n\n")[0].replace("\n", " ")
     return (int(digits[0]) if digits else 0), reasoning
+
+
+def status(reply: str) -> bool | None:
+    """Upstream's reading: "success" in the text after the first "status:" (any case); None with no "status:"."""
+    parts = reply.lower().split("status:")
+    return None if len(parts) < 2 else "success" in parts[1]
+
+
+def _jpeg(path: Path) -> dict[str, Any]:
+    """A screenshot as upstream sends it: re-encoded as JPEG (Pillow's default quality), detail high."""
+    buffer = io.BytesIO()
+    with Image.open(path) as image:
+        image.convert("RGB").save(buffer, format="JPEG")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}", "detail": "high"}}
 
 
 def action_history(evidence: Evidence) -> list[str]:
@@ -112,9 +136,9 @@ class WebJudge(ModelJudge):
         system, template = self.prompts["judge_image"][:2]
         text = template.format(task=goal, key_points=points)
         replies = await asyncio.gather(*(self._complete(self._ask(system, [{"type": "text", "text": text},
-                                                                           _image(path)])) for path in shots))
+                                                                           _jpeg(path)])) for path in shots))
         scored = [(path, *score(reply or "")) for path, reply in zip(shots, replies)]
-        kept = [(path, reasoning) for path, value, reasoning in scored if value >= THRESHOLD]
+        kept = [(path, reasoning) for path, value, reasoning in scored if value >= THRESHOLD][:MAX_KEPT]
         return await self._outcome(goal, points, evidence, kept, {
             "key_points": points, "scores": {path.name: value for path, value, _ in scored},
             "kept": [path.name for path, _ in kept], "urls": evidence.urls})
@@ -122,16 +146,16 @@ class WebJudge(ModelJudge):
     async def _outcome(self, goal: str, points: str, evidence: Evidence, kept: list[tuple[Path, str]],
                        details: dict[str, Any]) -> Verdict:
         system, *templates = self.prompts["WebJudge_Online_Mind2Web_eval"]
-        template = templates[0] if not kept or len(templates) == 1 else templates[-1]
+        template = next((one for one in templates if ("{thoughts}" in one) == bool(kept)), templates[0])
         numbered = lambda items: "\n".join(f"{i + 1}. {item}" for i, item in enumerate(items))  # noqa: E731
         text = template.format(task=goal, key_points=points, last_actions=numbered(action_history(evidence)),
                                thoughts=numbered([reasoning for _, reasoning in kept if reasoning]))
-        request = self._ask(system, [{"type": "text", "text": text}, *(_image(path) for path, _ in kept)])
+        request = self._ask(system, [{"type": "text", "text": text}, *(_jpeg(path) for path, _ in kept)])
         for asked in range(1, self.reasks + 2):
             content = await self._complete(request) or ""
-            status = _STATUS.search(content)
-            if status:
-                return Verdict(success=status[1].lower() == "success", reason=content.strip(), judge=self.name,
+            success = status(content)
+            if success is not None:
+                return Verdict(success=success, reason=content.strip(), judge=self.name,
                                model=self.endpoint.model, raw=content, protocol=self.name,
                                prompt_version=self.prompt_version, details={**details, "asked": asked})
         raise JudgeError(f"judge {self.endpoint.model}: no 'Status: success' or 'Status: failure' in "
