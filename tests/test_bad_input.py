@@ -104,6 +104,11 @@ ROWS: list[tuple[str, Args, str]] = [
      "/run: cannot write the run there ("),
     ("option: --resume of a directory with another population", lambda t, r: [*LOCAL, "--resume", str(r)],
      "use a new run directory"),
+    ("command line: two suites", lambda t, r: ["suites/local", "suites/rubric", "--run-dir", str(r)],
+     "this session collects 2 suites: suites/local (local, 45 tasks), suites/rubric (rubric, 15 tasks); a run "
+     "scores one suite's population: run one suite per session"),
+    ("command line: the folder of every suite", lambda t, r: ["suites", "--run-dir", str(r)],
+     "this session collects 5 suites: "),
     ("policy profile: an unknown key",
      lambda t, r: [*LOCAL, "--policy", "openai", "--policy-profile", profile(t, POLICY + "bogus = 1\n"),
                    "--run-dir", str(r)],
@@ -139,3 +144,16 @@ def test_bad_input_stops_with_one_line_and_loses_nothing(tmp_path, recorded, arg
     assert len(errors) == 1 and expected in errors[0], job.output
     assert "Traceback" not in job.output and '  File "' not in job.output, job.output
     assert files(recorded) == before
+
+
+@pytest.mark.parametrize("args", [["suites", "-n", "2"], ["suites/local", "suites/rubric", "-p", "no:xdist"],
+                                  ["suites/local", "--collect-only", "-p", "no:xdist"]],
+                         ids=["every suite, two workers", "two suites", "collect only"])
+def test_a_session_that_scores_nothing_leaves_no_run_directory(tmp_path, args):
+    job = run([*args, "--run-dir", str(tmp_path / "run")], tmp_path)
+    if "--collect-only" in args:
+        assert job.proc.returncode == 0 and "45 tests collected" in job.output, job.output
+    else:
+        assert job.proc.returncode not in (0, 5) and "a run scores one suite's population" in job.output, job.output
+        assert "Defining 'pytest_plugins'" not in job.output, job.output
+    assert not (tmp_path / "run").exists()

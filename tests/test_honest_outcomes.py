@@ -22,8 +22,7 @@ CONFTEST = '''
 import os
 import pytest
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
+from fixtures.sites.environment import offline_site_map, offline_sites, webeval_environment  # noqa: F401
 from fixtures.tasks import local_population
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import JudgeError
@@ -51,17 +50,6 @@ def pytest_configure(config):
 
 def pytest_generate_tests(metafunc):
     suite.parametrize(metafunc, POPULATION, TASKS)
-
-
-@pytest.fixture(scope="session")
-def local_sites():
-    with SiteServer() as server:
-        yield server
-
-
-@pytest.fixture
-def webeval_environment(local_sites):
-    return OfflineSites(local_sites)
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ import os
 import signal
 import time
 
-import pytest
-
 from tests.runs import Run, browser_main_pids, records, run, summary, wait_for, xvfb_pids
 
 LONG = "Flights--7"  # 21 actions: long enough to be interrupted mid-episode

@@ -2,8 +2,7 @@
 
 import pytest
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
+from fixtures.sites.environment import offline_site_map, offline_sites, webeval_environment  # noqa: F401
 from fixtures.tasks import local_population
 from webeval.judges.verifier import verifier_judge
 from webeval.plugin import suite
@@ -18,17 +17,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     suite.parametrize(metafunc, POPULATION, TASKS)
-
-
-@pytest.fixture(scope="session")
-def local_sites():
-    with SiteServer() as server:
-        yield server
-
-
-@pytest.fixture
-def webeval_environment(local_sites):
-    return OfflineSites(local_sites)
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
+from fixtures.sites.environment import offline_site_map, offline_sites, webeval_environment  # noqa: F401
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, with_profile
 from webeval.outcomes.record import JudgeError
 from webeval.plugin import suite
@@ -39,17 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     suite.parametrize(metafunc, POPULATION, TASKS)
-
-
-@pytest.fixture(scope="session")
-def local_sites():
-    with SiteServer() as server:
-        yield server
-
-
-@pytest.fixture
-def webeval_environment(local_sites):
-    return OfflineSites(local_sites)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -35,15 +36,25 @@ class RunDir:
     def default_path(root: Path = Path("reports/runs")) -> Path:
         return root / datetime.now().strftime("%Y%m%d-%H%M%S")
 
-    def create(self, population: Population) -> "RunDir":
+    def create(self, population: Population, documents: dict[str, Any] | None = None) -> "RunDir":
+        """The directory with its population.json and a suite's own documents (JSON files), each written once."""
         self.path.mkdir(parents=True, exist_ok=True)
-        target = self.path / POPULATION
+        self._write_once(POPULATION, population.model_dump_json(indent=2))
+        for name, document in (documents or {}).items():
+            self._write_once(name, json.dumps(document, indent=2, ensure_ascii=False))
+        return self.check(population)
+
+    def _write_once(self, name: str, text: str) -> None:
+        target = self.path / name
         if not target.exists():
             # Every worker may get here at once: write aside, then rename, so no reader sees half a file.
-            aside = target.with_name(f".{POPULATION}.{os.getpid()}")
-            aside.write_text(population.model_dump_json(indent=2))
+            aside = target.with_name(f".{name}.{os.getpid()}")
+            aside.write_text(text, encoding="utf-8")
             os.replace(aside, target)
-        else:
+
+    def check(self, population: Population) -> "RunDir":
+        """PopulationMismatch when the directory already holds another population; nothing is written."""
+        if (self.path / POPULATION).exists():
             existing = self.population()
             if (existing.sha256, existing.ids) != (population.sha256, population.ids):
                 raise PopulationMismatch(

@@ -8,11 +8,8 @@ core's `--rejudge DIR`: the run's own webvoyager.json fills in the population an
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import threading
-from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
 import pytest
 
@@ -95,17 +92,7 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(f"--rejudge {setup.rejudge}: that run is over population {before.name} "
                                     f"({before.sha256[:12]}), not {setup.population.name} "
                                     f"({setup.population.sha256[:12]})")
-    suite.parametrize(metafunc, setup.population, setup.tasks)
-    if run_dir is not None and "task" in metafunc.fixturenames:
-        _write_once(run_dir.path / RUN_CONFIG, setup.run_config())
-
-
-def _write_once(path: Path, document: dict[str, Any]) -> None:
-    if path.exists():
-        return
-    aside = path.with_name(f".{path.name}.{os.getpid()}")
-    aside.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(aside, path)
+    suite.parametrize(metafunc, setup.population, setup.tasks, {RUN_CONFIG: setup.run_config()})
 
 
 @pytest.hookimpl(optionalhook=True)
