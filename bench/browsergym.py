@@ -39,7 +39,7 @@ from webeval.benchmarks.miniwob import catalogue
 from webeval.benchmarks.miniwob.page import MiniwobSites, STATE_KEY
 from webeval.benchmarks.miniwob.server import PageServer
 from webeval.benchmarks.miniwob.solutions import SOLVERS
-from webeval.policy.oracle import Box, OraclePolicy
+from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.browser import find_chromium
 from webeval.runtime.worker import WorkerRuntime
 
@@ -108,11 +108,7 @@ async def one_episode(runtime: WorkerRuntime, sites: MiniwobSites, name: str, se
     began = time.perf_counter()
     session = await runtime.browser.new_session(folder)
     try:
-        async def locate(selector: str) -> Box | None:
-            box = await session.locate(selector)
-            return Box(**box) if box else None
-
-        policy = Timed(OraclePolicy(locate))
+        policy = Timed(OraclePolicy(session.locate))
         loop = AgentLoop(session, runtime.input_for(session), policy, Budgets(), hooks=prepared.page,
                          observer=runtime.observer_for(session))
         episode = await loop.run(prepared.task, Episode(task.id, folder))

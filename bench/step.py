@@ -31,7 +31,7 @@ from webeval.actions import Observation, parse_call
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.runtime.worker import WorkerRuntime
-from webeval.policy.oracle import Box, OraclePolicy
+from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.executor import execute
 from webeval.runtime.input import _pyautogui
 from webeval.runtime.observe import grab, screenshot_png
@@ -119,11 +119,7 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
                 try:
                     await session.context.add_cookies(prepared.cookies)
 
-                    async def locate(selector: str, session=session) -> Box | None:
-                        box = await session.locate(selector)
-                        return Box(**box) if box else None
-
-                    policy = FloorSampling(OraclePolicy(locate, prepared.rewrite_url), runtime.display, floor_grab,
+                    policy = FloorSampling(OraclePolicy(session.locate, prepared.rewrite_url), runtime.display, floor_grab,
                                            floor_shm)
                     episode = await AgentLoop(session, runtime.device, policy, Budgets()).run(prepared.task, Episode(prepared.task.id, folder))
                     if episode.infra or episode.failure_class:

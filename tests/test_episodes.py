@@ -14,7 +14,7 @@ from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import FailureClass
 from webeval.policy.base import PolicyTurn, ToolCall
-from webeval.policy.oracle import Box, OraclePolicy
+from webeval.policy.oracle import OraclePolicy
 
 _, TASKS = local_population()
 BY_ID = {task.id: task for task in TASKS}
@@ -62,11 +62,7 @@ async def episode_of(runtime, sites, tmp_path, task_id, policy_for, budgets=Budg
 
 
 def oracle(session, prepared):
-    async def locate(selector):
-        box = await session.locate(selector)
-        return Box(**box) if box else None
-
-    return OraclePolicy(locate, prepared.rewrite_url)
+    return OraclePolicy(session.locate, prepared.rewrite_url)
 
 
 async def test_oracle_solves_a_state_task_and_leaves_a_trajectory(runtime, sites, tmp_path):

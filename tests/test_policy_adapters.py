@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, text
-from webeval.actions import ActionError, Observation, parse_turn
+from webeval.actions import ActionError, Element, Observation, parse_turn
 from webeval.outcomes.record import FailureClass
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.adapters import GridAdapter
@@ -32,8 +32,9 @@ def observation(step: int, last_result: str | None = None, shot: bytes | None = 
                        title="Shop", last_result=last_result)
 
 
-MARKS = [Mark(0, "input", "search", "Search Shop", 60, 54, 834, 40), Mark(1, "button", "", "Search", 894, 54, 94, 40),
-         Mark(2, "a", "", "Kitchen & Dining", 760, 361, 227, 199)]
+MARKS = [Mark(0, Element(60, 54, 834, 40, "input", "search", "Search Shop")),
+         Mark(1, Element(894, 54, 94, 40, "button", "", "Search")),
+         Mark(2, Element(760, 361, 227, 199, "a", "", "Kitchen & Dining"))]
 
 
 async def fixed_marks() -> list[Mark]:

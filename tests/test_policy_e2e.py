@@ -81,8 +81,7 @@ async def targets(runtime, tmp_path_factory) -> dict[str, tuple[int, int]]:
             kettle = await session.locate('a.title:has-text("Pour-Over Kettle")')
     finally:
         await session.close()
-    centre = lambda box: (int(box["x"] + box["width"] / 2), int(box["y"] + box["height"] / 2))  # noqa: E731
-    return {"kitchen": centre(tile), "kettle": centre(kettle)}
+    return {"kitchen": tile.centre, "kettle": kettle.centre}
 
 
 def clicker(targets: dict[str, tuple[int, int]], to_grid: Callable[[int, int], tuple[Any, Any]]):

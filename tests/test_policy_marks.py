@@ -66,7 +66,7 @@ async def test_only_elements_a_person_could_act_on_now(marks_page):
 
 async def test_click_by_label_lands_on_the_element(marks_page, runtime):
     elements = await interactive_elements(marks_page)
-    marks = [Mark(i, e.tag, e.kind, e.text, e.x, e.y, e.width, e.height) for i, e in enumerate(elements)]
+    marks = [Mark(i, element) for i, element in enumerate(elements)]
 
     async def provide() -> list[Mark]:
         return marks
@@ -83,7 +83,7 @@ async def test_click_by_label_lands_on_the_element(marks_page, runtime):
 
 async def test_labels_are_drawn_where_the_elements_are(marks_page):
     elements = await interactive_elements(marks_page)
-    marks = [Mark(i, e.tag, e.kind, e.text, e.x, e.y, e.width, e.height) for i, e in enumerate(elements)]
+    marks = [Mark(i, element) for i, element in enumerate(elements)]
     shot = await screenshot_png(marks_page.display)
     before = Image.open(io.BytesIO(shot)).convert("RGB")
     after = Image.open(io.BytesIO(draw_marks(shot, marks))).convert("RGB")

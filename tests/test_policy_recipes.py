@@ -25,7 +25,7 @@ from tests.families import FAMILIES, PROFILES, Act, family_profile, latest_image
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.policy.openai.image import Frame, frame_for
-from webeval.policy.oracle import Box, OraclePolicy
+from webeval.policy.oracle import OraclePolicy
 
 SCREEN = (1280, 720)
 SELECTED = ("Shop--3", "Shop--1")  # clicks only; search box, typing, Enter, click
@@ -46,11 +46,7 @@ async def plans(runtime, tmp_path_factory) -> dict[str, list[dict[str, Any]]]:
             try:
                 await session.context.add_cookies(prepared.cookies)
 
-                async def locate(selector: str) -> Box | None:
-                    box = await session.locate(selector)
-                    return Box(**box) if box else None
-
-                oracle = OraclePolicy(locate, prepared.rewrite_url)
+                oracle = OraclePolicy(session.locate, prepared.rewrite_url)
                 episode = await AgentLoop(session, runtime.device, oracle, Budgets(max_steps=12)).run(
                     prepared.task, Episode(task_id=task.id, folder=folder))
             finally:

@@ -6,6 +6,29 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Box:
+    """A rectangle on the screen, in pixels of the screenshot (page pixels are screen pixels)."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+    @property
+    def centre(self) -> tuple[int, int]:
+        return int(self.x + self.width / 2), int(self.y + self.height / 2)
+
+
+@dataclass(frozen=True)
+class Element(Box):
+    """An element a person could act on: its tag, its input type or ARIA role ("" when neither), its text."""
+
+    tag: str
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
 class TabInfo:
     id: int
     url: str

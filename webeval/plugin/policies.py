@@ -20,7 +20,7 @@ from webeval.policy.openai import (
     read_recording,
 )
 from webeval.policy.openai.preflight import PreflightError, preflight
-from webeval.policy.oracle import Box, OraclePolicy
+from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.marks import interactive_elements
 from webeval.runtime.session import TaskSession
 
@@ -157,18 +157,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _marks(session: TaskSession):
     async def marks() -> list[Mark]:
         elements = await interactive_elements(session)
-        return [Mark(i, e.tag, e.kind, e.text, e.x, e.y, e.width, e.height) for i, e in enumerate(elements)]
+        return [Mark(i, element) for i, element in enumerate(elements)]
 
     return marks
 
 
 def make_policy(settings, session: TaskSession, prepared: Prepared) -> Policy:
     if settings.policy == "oracle":
-        async def locate(selector: str) -> Box | None:
-            box = await session.locate(selector)
-            return Box(**box) if box else None
-
-        return OraclePolicy(locate, prepared.rewrite_url)
+        return OraclePolicy(session.locate, prepared.rewrite_url)
     if settings.policy == "openai" and _OPTIONS.profile is not None:
         return _live_policy(_OPTIONS.profile, settings.screen, session, prepared)
     if settings.policy == "replay" and _OPTIONS.replay_from is not None:

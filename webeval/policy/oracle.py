@@ -6,24 +6,11 @@ screen is scrolled to with the wheel first, as a person would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from webeval.actions import Observation
+from webeval.actions import Box, Observation
 from webeval.policy.base import PolicyTurn, ToolCall
 from webeval.tasks import OracleStep, Task
-
-
-@dataclass(frozen=True)
-class Box:
-    x: float
-    y: float
-    width: float
-    height: float
-
-    @property
-    def centre(self) -> tuple[int, int]:
-        return int(self.x + self.width / 2), int(self.y + self.height / 2)
 
 
 Locate = Callable[[str], Awaitable[Box | None]]

@@ -7,10 +7,9 @@ clicked as it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from playwright.async_api import Error as PlaywrightError
 
+from webeval.actions import Element
 from webeval.runtime.session import TaskSession
 
 _INTERACTIVE = ", ".join([
@@ -49,22 +48,11 @@ _SCRIPT = """
 """
 
 
-@dataclass(frozen=True)
-class ElementBox:
-    tag: str
-    kind: str  # input type or ARIA role
-    text: str
-    x: float
-    y: float
-    width: float
-    height: float
-
-
-async def interactive_elements(session: TaskSession) -> list[ElementBox]:
+async def interactive_elements(session: TaskSession) -> list[Element]:
     """The active page's interactive elements in document order; none when the page cannot be read right now."""
     page = session.require_active()
     try:
         found = await page.evaluate(_SCRIPT, _INTERACTIVE)
     except PlaywrightError:
         return []  # a page between documents: the model sees the screenshot without labels this step
-    return [ElementBox(**item) for item in found]
+    return [Element(**item) for item in found]

@@ -12,7 +12,7 @@ from playwright.async_api import BrowserContext, Dialog, Download, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from webeval.actions import TabInfo
+from webeval.actions import Box, TabInfo
 from webeval.outcomes.record import InfraError
 from webeval.runtime.aio import detached
 from webeval.runtime.display import Display
@@ -296,7 +296,7 @@ class TaskSession:
             await asyncio.wait_for(self.guard.close(), PAGE_ANSWER_S)
         return await close_context(self.context)
 
-    async def locate(self, selector: str) -> dict[str, float] | None:
+    async def locate(self, selector: str) -> Box | None:
         """The screen box of the first visible element matching a Playwright selector (viewport = screen)."""
         page = self.require_active()
         locator = page.locator(selector)
@@ -305,7 +305,8 @@ class TaskSession:
             for index in range(count):
                 candidate = locator.nth(index)
                 if await candidate.is_visible():
-                    return await candidate.bounding_box()
+                    box = await candidate.bounding_box()
+                    return Box(**box) if box else None
         except PlaywrightError:
             return None
         return None

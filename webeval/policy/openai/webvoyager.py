@@ -14,25 +14,17 @@ from typing import Any, Awaitable, Callable
 
 from PIL import Image, ImageDraw, ImageFont
 
-from webeval.actions import Observation
+from webeval.actions import Element, Observation
 from webeval.policy.base import ToolCall
 from webeval.policy.openai.adapters import Reading, View, observation_text
 
 
 @dataclass(frozen=True)
 class Mark:
-    label: int
-    tag: str
-    kind: str  # input type or ARIA role; "" when neither
-    text: str
-    x: float
-    y: float
-    width: float
-    height: float
+    """A numbered label on an element of the page."""
 
-    @property
-    def centre(self) -> tuple[int, int]:
-        return int(self.x + self.width / 2), int(self.y + self.height / 2)
+    label: int
+    element: Element
 
 
 Marks = Callable[[], Awaitable[list[Mark]]]
@@ -71,8 +63,9 @@ GOOGLE = "https://www.google.com/"
 def element_list(marks: list[Mark]) -> str:
     lines = [_ELEMENTS_HEAD]
     for mark in marks:
-        tag = f"<{mark.tag} {mark.kind}>" if mark.kind else f"<{mark.tag}>"
-        lines.append(f'[{mark.label}]: {tag} "{mark.text}";' if mark.text else f"[{mark.label}]: {tag};")
+        element = mark.element
+        tag = f"<{element.tag} {element.kind}>" if element.kind else f"<{element.tag}>"
+        lines.append(f'[{mark.label}]: {tag} "{element.text}";' if element.text else f"[{mark.label}]: {tag};")
     if not marks:
         lines.append("(no interactive elements are visible)")
     return "\n".join(lines)
@@ -88,8 +81,9 @@ def draw_marks(png: bytes, marks: list[Mark]) -> bytes:
     font = ImageFont.load_default(size=14)
     for mark in marks:
         colour = _COLOURS[mark.label % len(_COLOURS)]
-        left, top = int(mark.x), int(mark.y)
-        draw.rectangle([left, top, int(mark.x + mark.width) - 1, int(mark.y + mark.height) - 1], outline=colour, width=2)
+        box = mark.element
+        left, top = int(box.x), int(box.y)
+        draw.rectangle([left, top, int(box.x + box.width) - 1, int(box.y + box.height) - 1], outline=colour, width=2)
         label = str(mark.label)
         box = draw.textbbox((0, 0), label, font=font)
         width, height = box[2] - box[0] + 6, box[3] - box[1] + 4
@@ -147,13 +141,13 @@ class WebVoyagerAdapter:
             mark = self._mark(match[1])
             if isinstance(mark, str):
                 return Reading(invalid=mark)
-            x, y = mark.centre
+            x, y = mark.element.centre
             return Reading(calls=[ToolCall.of("computer", action="click", x=x, y=y)])
         if match := _TYPE.fullmatch(line):
             mark = self._mark(match[1])
             if isinstance(mark, str):
                 return Reading(invalid=mark)
-            x, y = mark.centre
+            x, y = mark.element.centre
             typing = ToolCall.of("computer", action="type", text=match[2]) if match[2] else \
                 ToolCall.of("computer", action="key", keys=["backspace"])
             return Reading(calls=[ToolCall.of("computer", action="click", x=x, y=y),
@@ -166,7 +160,7 @@ class WebVoyagerAdapter:
                 mark = self._mark(match[1])
                 if isinstance(mark, str):
                     return Reading(invalid=mark)
-                x, y = mark.centre
+                x, y = mark.element.centre
             # WebVoyager scrolls two thirds of the window; a wheel click moves about 100 px.
             amount = max(1, round(height * 2 / 3 / 100))
             return Reading(calls=[ToolCall.of("computer", action="scroll", direction=match[2], amount=amount,
