@@ -139,3 +139,17 @@ async def test_a_dead_browser_is_relaunched_before_the_next_task(runtime, tmp_pa
     assert runtime.browser.alive
     session = await runtime.browser.new_session(tmp_path)
     await session.close()
+
+
+async def test_an_error_seen_as_the_display_is_killed_is_infra(runtime):
+    """The X server closes its connections before its process can be reaped: an error raised in that moment must
+    still find the display dead, never pass for a bug of the harness."""
+    import os
+    import signal
+
+    await runtime.ready()
+    os.kill(runtime.display.pid, signal.SIGKILL)
+    failure = await runtime.failure()  # at once, as the loop asks when an action raised
+    assert failure is not None and failure.kind == "display", failure
+    await runtime.ready()  # started again for the tests after this one
+    assert runtime.display.alive and runtime.browser.alive

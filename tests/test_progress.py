@@ -13,6 +13,7 @@ from _pytest._io import TerminalWriter
 
 from tests.conftest import ROOT
 from tests.terminal import Screen, run_in_pty
+from webeval.plugin.outcome import OUTCOME_PROPERTY
 from webeval.plugin.progress import LiveLine, Tally, duration, scored_as
 
 WIDTH = 120
@@ -83,24 +84,28 @@ def test_the_live_line_gives_pytests_line_back_before_pytest_writes():
     assert written(20, show("a status longer than the row")) == ["a status longer tha"]
 
 
-def report(outcome: str, when: str = "call", wasxfail: str | None = None) -> pytest.TestReport:
+def report(outcome: str, when: str = "call", wasxfail: str | None = None, task: str | None = None) -> pytest.TestReport:
+    """A report as the plugin leaves it: `task` is the outcome it recorded for the task (None: no task outcome)."""
     made = pytest.TestReport("suites/x.py::test_task[A--0]", ("suites/x.py", 0, "test_task[A--0]"), {"site": 1},
-                             outcome, None, when)
+                             outcome, None, when, user_properties=[(OUTCOME_PROPERTY, task)] if task else [])
     if wasxfail is not None:
         made.wasxfail = wasxfail
     return made
 
 
 @pytest.mark.parametrize("made, category, scored", [
-    (report("passed"), "passed", "passed"),
-    (report("failed"), "failed", "failed"),
-    (report("skipped", wasxfail="infra[browser]: the browser died"), "xfailed", "masked"),
-    (report("skipped", wasxfail="judge_failed: HTTP 503"), "xfailed", "masked"),
-    (report("skipped", wasxfail="a known bug of the site"), "xfailed", "failed"),  # a user's marker: the verdict
-    (report("passed", wasxfail="a known bug of the site"), "xpassed", "passed"),
-    (report("skipped"), "skipped", "masked"),  # precondition[...]: never ran
-    (report("failed"), "error", "masked"),  # a harness error
+    (report("passed", task="passed"), "passed", "passed"),
+    (report("failed", task="failed"), "failed", "failed"),
+    (report("skipped", wasxfail="infra[browser]: the browser died", task="infra_error"), "xfailed", "masked"),
+    (report("skipped", wasxfail="judge_failed: HTTP 503", task="judge_failed"), "xfailed", "masked"),
+    # a user's marker: the verdict counts, whatever its reason says
+    (report("skipped", wasxfail="infra[tricky]: a known bug of the site", task="failed"), "xfailed", "failed"),
+    (report("passed", wasxfail="a known bug of the site", task="passed"), "xpassed", "passed"),
+    (report("skipped", task="not_run"), "skipped", "masked"),  # precondition[...]: never ran
+    (report("failed", task="harness_error"), "error", "masked"),
+    (report("skipped"), "skipped", "masked"),  # no task outcome: what pytest says
     (report("failed", when="setup"), "error", "masked"),
+    (report("passed"), "passed", "passed"),
 ])
 def test_each_result_counts_as_the_summary_will(made, category, scored):
     assert scored_as(made, category) == scored

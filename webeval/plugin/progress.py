@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from webeval.plugin.outcome import outcome_of
+
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter  # what config.get_terminal_writer() returns
 
-MASKED_XFAIL = ("infra[", "judge_failed")
 _ERASE = "\r\x1b[K"
 
 
@@ -67,12 +68,11 @@ def duration(seconds: float) -> str:
 
 
 def scored_as(report: pytest.TestReport, category: str) -> str:
-    """passed, failed or masked: how the summary will count the test whose deciding report this is."""
-    reason = getattr(report, "wasxfail", None)
-    if reason is not None:
-        if report.skipped:
-            return "masked" if reason.startswith(MASKED_XFAIL) else "failed"
-        return "passed"  # a non-strict xfail marker, and the task passed
+    """passed, failed or masked: how the summary will count the test whose deciding report this is (from the
+    task's outcome when the report carries one)."""
+    found = outcome_of(report)
+    if found is not None:
+        return found[0].value if found[0].valid else "masked"
     if report.skipped or category == "error" or report.when == "setup":
         return "masked"  # not run (a precondition), a harness error, a fixture that broke
     return "passed" if report.passed else "failed"
@@ -162,6 +162,7 @@ class Progress:
             if report.when == "call" or not report.passed:
                 category = self.config.hook.pytest_report_teststatus(report=report, config=self.config)[0]
                 self.deciding[report.nodeid] = scored_as(report, category)
+                self.active = self.active or outcome_of(report) is not None  # a task's result is in
             return
         # teardown ends a test; a report of any other phase is xdist's for a test whose worker crashed
         scored = self.deciding.pop(report.nodeid, None)
@@ -169,7 +170,6 @@ class Progress:
             scored = scored_as(report, "failed")
         if scored is not None:
             setattr(self.tally, scored, getattr(self.tally, scored) + 1)
-            self.active = self.active or "site" in report.keywords
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):
