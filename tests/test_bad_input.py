@@ -147,12 +147,15 @@ def test_bad_input_stops_with_one_line_and_loses_nothing(tmp_path, recorded, arg
 
 
 @pytest.mark.parametrize("args", [["suites", "-n", "2"], ["suites/local", "suites/rubric", "-p", "no:xdist"],
-                                  ["suites/local", "--collect-only", "-p", "no:xdist"]],
-                         ids=["every suite, two workers", "two suites", "collect only"])
+                                  ["suites/local", "--collect-only", "-p", "no:xdist"],
+                                  ["suites/local", "--setup-plan", "-k", "Shop--1", "-p", "no:xdist"],
+                                  ["suites/local", "--setup-only", "-k", "Shop--1", "-p", "no:xdist"]],
+                         ids=["every suite, two workers", "two suites", "collect only", "setup plan", "setup only"])
 def test_a_session_that_scores_nothing_leaves_no_run_directory(tmp_path, args):
     job = run([*args, "--run-dir", str(tmp_path / "run")], tmp_path)
-    if "--collect-only" in args:
-        assert job.proc.returncode == 0 and "45 tests collected" in job.output, job.output
+    if any(arg.startswith(("--collect", "--setup")) for arg in args):
+        assert job.proc.returncode == 0 and "webeval summary" not in job.output, job.output  # a dry run: nothing scored
+        assert "45 tests collected" in job.output or "test_task[Shop--1]" in job.output, job.output
     else:
         assert job.proc.returncode not in (0, 5) and "a run scores one suite's population" in job.output, job.output
         assert "Defining 'pytest_plugins'" not in job.output, job.output

@@ -31,7 +31,7 @@ from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, finished_run_dir
+from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
 from webeval.report.categories import allure_status, status_message
 from webeval.report.environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
@@ -75,7 +75,7 @@ def _start_writer(config: pytest.Config, folder: Path) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if config.option.collectonly or not allure_loaded(config) or config.pluginmanager.get_plugin(LISTENER):
+    if dry_run(config) or not allure_loaded(config) or config.pluginmanager.get_plugin(LISTENER):
         return
     folder = results_dir(config)
     if folder is not None and any(TASK in item.stash for item in session.items):

@@ -14,7 +14,7 @@ import pytest
 
 from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
-from webeval.plugin.keys import RUN_DIR, TASK
+from webeval.plugin.keys import RUN_DIR, TASK, dry_run
 from webeval.tasks import Population, Task
 
 MISMATCH = pytest.StashKey[str]()
@@ -117,7 +117,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(message)
     run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
     populations = [population for population in config.stash.get(SUITES, {}).values() if population]
-    if run_dir is not None and populations and not config.option.collectonly:
+    if run_dir is not None and populations and not dry_run(config):
         run_dir.create(populations[0], config.stash.get(DOCUMENTS, {}))
         epochs = getattr(config.option, "epochs", 1) or 1
         if epochs > 1:
