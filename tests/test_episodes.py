@@ -153,3 +153,26 @@ async def test_an_error_seen_as_the_display_is_killed_is_infra(runtime):
     assert failure is not None and failure.kind == "display", failure
     await runtime.ready()  # started again for the tests after this one
     assert runtime.display.alive and runtime.browser.alive
+
+
+async def test_an_error_raised_as_the_browser_is_killed_under_watched_work_is_infra(runtime, tmp_path):
+    """Work the runtime watches may fail on its own before the 0.5 s look finds the browser gone (Playwright raises
+    TargetClosedError at once): that error is the browser's death, never a bug of the harness."""
+    import os
+    import signal
+
+    from tests.conftest import chromium_pids
+    from webeval.outcomes.record import InfraError
+
+    await runtime.ready()
+    session = await runtime.browser.new_session(tmp_path)
+    try:
+        for pid in chromium_pids(runtime.display.name):
+            os.kill(pid, signal.SIGKILL)
+        with pytest.raises(InfraError) as info:
+            await runtime.watched(session.context.add_cookies([{"name": "a", "value": "b", "url": "http://127.0.0.1/"}]))
+        assert info.value.kind == "browser", info.value
+    finally:
+        await session.close()
+    await runtime.ready()
+    assert runtime.browser.alive

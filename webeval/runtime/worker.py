@@ -104,11 +104,17 @@ class WorkerRuntime:
         return InfraError(dead, _GONE[dead]) if dead else None
 
     async def watched(self, work: Awaitable[T]) -> T:
-        """Run `work`, cancelled as soon as a part of the runtime dies: a dead part must not be waited on."""
+        """Run `work`, cancelled as soon as a part of the runtime dies: a dead part must not be waited on. An error
+        it raises while a part dies (a closed target, a lost connection) is that part's InfraError."""
         task = asyncio.ensure_future(work)
         while True:
             done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
             if done:
+                error = task.exception()
+                if error is not None and not isinstance(error, InfraError) and isinstance(error, Exception):
+                    failure = await self.failure()
+                    if failure is not None:
+                        raise failure from error
                 return task.result()
             dead = self.dead_part()
             if dead is not None:
