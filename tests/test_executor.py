@@ -160,3 +160,20 @@ async def test_settling_waits_for_a_late_response(session, runtime, lab_server):
     # act() settles: the 300 ms response and the redraw it causes are in the next observation.
     assert pixel(await screenshot_png(runtime.display), 1000, 600) == (0, 0, 255)
     assert await session.active.locator("#out").text_content() == "after"
+
+
+def test_an_input_device_whose_display_died_under_its_import_leaves_no_pipes_open():
+    """PyAutoGUI's import runs `which` processes and then connects to $DISPLAY; when that display is gone, the import
+    fails, and the pipes it opened must not be left for the interpreter's exit to report."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = ("import webeval.runtime.input as i\ntry:\n    i._pyautogui(None)\nexcept Exception as e:\n"
+              "    print(type(e).__name__)\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "DISPLAY": ":98"}, timeout=60)
+    assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
+    assert "BufferedReader" not in done.stderr, done.stderr

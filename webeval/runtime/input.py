@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import subprocess
+import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +32,12 @@ def _pyautogui(connection):
     needs a new connection, so each device brings its own and hands it over before every action.
     """
     with _their_leaks():
-        import pyautogui
-        from pyautogui import _pyautogui_x11 as x11
+        try:
+            import pyautogui
+            from pyautogui import _pyautogui_x11 as x11
+        except Exception:
+            _close_import_leftovers()  # a display that died under the import: its half-done work is closed too
+            raise
 
     pyautogui.PAUSE = 0
     pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
@@ -53,18 +59,16 @@ def _their_leaks() -> Iterator[None]:
 
 
 def _close_import_leftovers() -> None:
-    """What PyAutoGUI's imports opened and keep: mouseinfo's X connection, and the pipes of pyscreeze's last `which`
-    process. Left open, they are the unclosed X11 socket and files reported when the process exits."""
-    import mouseinfo
-    import pyscreeze
-
-    display = getattr(mouseinfo, "_display", None)
+    """What PyAutoGUI's imports opened and keep: mouseinfo's X connection, and the pipes of the `which` processes that
+    pyscreeze and mouseinfo run (kept in their globals, or in the frames of an import that failed). Left open, they
+    are the unclosed X11 socket and files reported when the process exits."""
+    display = getattr(sys.modules.get("mouseinfo"), "_display", None)
     with contextlib.suppress(Exception):  # its X server may be gone already
         display.close()
-    which = getattr(pyscreeze, "whichProc", None)
-    for pipe in (getattr(which, "stdout", None), getattr(which, "stderr", None)):
-        if pipe is not None:
-            pipe.close()
+    for proc in [o for o in gc.get_objects() if isinstance(o, subprocess.Popen) and o.args[:1] == ["which"]]:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def clipboard(env: dict[str, str]) -> str | None:
