@@ -93,6 +93,14 @@ def test_a_test_body_that_never_asserts_still_fails_a_wrong_answer(tmp_path):
     assert "2 failed" in job.output and "the test did not assert it" in job.output
 
 
+def test_a_session_stopped_by_x_leaves_its_unstarted_tasks_incomplete(tmp_path):
+    """-x stops after the first failure: the selected task that never started is a hole, never a quiet exit 1."""
+    job, summary, outcomes = suite_run(tmp_path, "asserts", "wrong", "-x")
+    assert job.proc.returncode == 12, job.output
+    assert outcomes == {"failed": 1} and summary["failed"] == 1 and len(summary["missing"]) == 44
+    assert "1 of 2 selected tasks did not complete (1 never started)" in job.output
+
+
 def test_a_test_that_passes_without_any_verdict_is_a_harness_error(tmp_path):
     job, summary, outcomes = suite_run(tmp_path, "no_verdict")
     assert outcomes == {"harness_error": 2} and summary["passed"] == 0

@@ -18,20 +18,42 @@ EXIT_LINE = pytest.StashKey[str]()
 
 
 class SelectedTasks:
-    """The outcomes of the tasks this session ran, as their reports reach the controller."""
+    """The tests this session selected, and the outcomes of the tasks it ran, as their reports reach the controller.
+    A selected task that never reported one (-x, --maxfail, a session that stopped) did not complete either."""
 
     def __init__(self) -> None:
         self.outcomes: Counter[str] = Counter()
+        self.selected: set[str] = set()  # node ids; which of them are tasks is known once the population is
+        self.reported: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.selected.update(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        self.selected.update(ids)  # the controller collects nothing: each worker says what it collected
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = outcome_of(report)
-        if found is not None:
+        if found is not None and report.nodeid not in self.reported:
+            self.reported.add(report.nodeid)
             outcome, kind = found
             self.outcomes[outcome.value if outcome.valid or not kind else f"{outcome.value}[{kind}]"] += 1
 
-    def unfinished(self) -> dict[str, int]:
-        return {key: count for key, count in self.outcomes.items() if key not in ("passed", "failed")}
+    def unfinished(self, task_ids: frozenset[str]) -> dict[str, int]:
+        unfinished = {key: count for key, count in self.outcomes.items() if key not in ("passed", "failed")}
+        never = sum(1 for nodeid in self.selected - self.reported if _parameter(nodeid) in task_ids)
+        return {**unfinished, "never started": never} if never else unfinished
+
+    def count(self, task_ids: frozenset[str]) -> int:
+        return sum(self.outcomes.values()) + self.unfinished(task_ids).get("never started", 0)
+
+
+def _parameter(nodeid: str) -> str:
+    """The task id a task test's node id ends with: `...::test_task[<id>]`."""
+    return nodeid[nodeid.rfind("[") + 1:-1] if nodeid.endswith("]") else ""
 
 
 SELECTED = pytest.StashKey[SelectedTasks]()
@@ -53,9 +75,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config.stash[SUMMARY] = summary = write_summary(run_dir)
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
-    selected = config.stash[SELECTED]
-    if selected.unfinished() and not config.option.allow_incomplete:
-        config.stash[EXIT_LINE] = selected_incomplete(selected.unfinished(), sum(selected.outcomes.values()))
+    selected, task_ids = config.stash[SELECTED], frozenset(run_dir.population().ids)
+    unfinished = selected.unfinished(task_ids)
+    if unfinished and not config.option.allow_incomplete:
+        config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(task_ids))
         session.exitstatus = SELECTED_INCOMPLETE
         return
     gate.apply(session, summary)
