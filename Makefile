@@ -47,7 +47,7 @@ demo: setup
 	exit $$status
 
 test: setup
-	$(VENV)/bin/pytest -n $(WORKERS) tests -q $(ARGS)
+	$(VENV)/bin/pytest -n $(WORKERS) --dist loadgroup tests -q $(ARGS)
 
 # A labelled evidence set for measuring judges (docs/judges.md): the offline oracle, then its variants.
 judge-calibration: setup

@@ -12,8 +12,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+import pytest
 
 from tests.runs import Run, browser_main_pids, driver_pids, records, run, summary, xvfb_pids
+
+# Two real-browser suites run in subprocesses here: one worker takes them in turn (`--dist loadgroup`, make test),
+# so they never compete with each other for the two cores (see docs/reliability.md, "Open").
+pytestmark = pytest.mark.xdist_group("browser-suites")
 
 
 def kill_at_random(job: Run, find: Callable[[Run], list[int]], kills: int, seed: int) -> int:

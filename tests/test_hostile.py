@@ -14,12 +14,17 @@ import signal
 from pathlib import Path
 from typing import Callable
 
+import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply
 from fixtures.sites.hostile import DONE, ENTER, MARKER_RGB, PAGES, slot
 from tests.runs import Run, browser_main_pids, records, wait_for
 from tests.scripted import Seen, click, finish, focus_tab, key, navigate, seen, type_text, wait
+
+# Two real-browser suites run in subprocesses here: one worker takes them in turn (`--dist loadgroup`, make test),
+# so they never compete with each other for the two cores (see docs/reliability.md, "Open").
+pytestmark = pytest.mark.xdist_group("browser-suites")
 
 MAX_STEPS, STEP_TIMEOUT, TASK_TIMEOUT = 20, 30, 90
 BUDGETS = ["--max-steps", str(MAX_STEPS), "--step-timeout", str(STEP_TIMEOUT), "--task-timeout", str(TASK_TIMEOUT),
