@@ -47,8 +47,9 @@ class SelectedTasks:
         never = sum(1 for nodeid in self.selected - self.reported if _parameter(nodeid) in task_ids)
         return {**unfinished, "never started": never} if never else unfinished
 
-    def count(self, task_ids: frozenset[str]) -> int:
-        return sum(self.outcomes.values()) + self.unfinished(task_ids).get("never started", 0)
+    def count(self, unfinished: dict[str, int]) -> int:
+        """How many selected tasks there were, given what `unfinished` found."""
+        return sum(self.outcomes.values()) + unfinished.get("never started", 0)
 
 
 def _parameter(nodeid: str) -> str:
@@ -78,7 +79,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     selected, task_ids = config.stash[SELECTED], frozenset(run_dir.population().ids)
     unfinished = selected.unfinished(task_ids)
     if unfinished and not config.option.allow_incomplete:
-        config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(task_ids))
+        config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
         return
     gate.apply(session, summary)

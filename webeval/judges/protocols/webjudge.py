@@ -135,22 +135,23 @@ class WebJudge(ModelJudge):
         shots = evidence.screenshot_paths(self.last)
         system, template = self.prompts["judge_image"][:2]
         text = template.format(task=goal, key_points=points)
+        images = {path: _jpeg(path) for path in shots}  # encoded once: a kept screenshot is sent twice
         replies = await asyncio.gather(*(self._complete(self._ask(system, [{"type": "text", "text": text},
-                                                                           _jpeg(path)])) for path in shots))
+                                                                           images[path]])) for path in shots))
         scored = [(path, *score(reply or "")) for path, reply in zip(shots, replies)]
         kept = [(path, reasoning) for path, value, reasoning in scored if value >= THRESHOLD][:MAX_KEPT]
-        return await self._outcome(goal, points, evidence, kept, {
+        return await self._outcome(goal, points, evidence, kept, images, {
             "key_points": points, "scores": {path.name: value for path, value, _ in scored},
             "kept": [path.name for path, _ in kept], "urls": evidence.urls})
 
     async def _outcome(self, goal: str, points: str, evidence: Evidence, kept: list[tuple[Path, str]],
-                       details: dict[str, Any]) -> Verdict:
+                       images: dict[Path, dict[str, Any]], details: dict[str, Any]) -> Verdict:
         system, *templates = self.prompts["WebJudge_Online_Mind2Web_eval"]
         template = next((one for one in templates if ("{thoughts}" in one) == bool(kept)), templates[0])
         numbered = lambda items: "\n".join(f"{i + 1}. {item}" for i, item in enumerate(items))  # noqa: E731
         text = template.format(task=goal, key_points=points, last_actions=numbered(action_history(evidence)),
                                thoughts=numbered([reasoning for _, reasoning in kept if reasoning]))
-        request = self._ask(system, [{"type": "text", "text": text}, *(_jpeg(path) for path, _ in kept)])
+        request = self._ask(system, [{"type": "text", "text": text}, *(images[path] for path, _ in kept)])
         for asked in range(1, self.reasks + 2):
             content = await self._complete(request) or ""
             success = status(content)
