@@ -141,6 +141,23 @@ async def test_dialog_never_hangs_and_is_reported(session, runtime, lab_server):
     assert any("hello there" in e for e in session.take_events())
 
 
+async def test_dialogs_are_answered_in_the_page_without_a_modal(session, runtime, lab_server):
+    dialogs = []
+    session.active.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    await session.goto(lab_server.origin + "/lab/dialog")
+    await session.settle()
+    answers = await session.active.evaluate("[alert('a'), confirm('c'), prompt('p', 'default')]")
+    assert answers == [None, False, None] and dialogs == []
+    seen = []
+    for _ in range(50):  # each answer reaches the harness as a binding call, on its own way out of the page
+        seen += session.take_events()
+        if len(seen) >= 3:
+            break
+        await session.active.wait_for_timeout(20)
+    assert seen == ["an alert dialog said 'a' and was accepted", "a confirm dialog said 'c' and was dismissed",
+                    "a prompt dialog said 'p' and was dismissed"]
+
+
 async def test_download_lands_in_the_task_folder(session, runtime, lab_server, tmp_path):
     await session.goto(lab_server.origin + "/lab/download")
     await session.settle()

@@ -6,6 +6,10 @@
   refusal with its next observation. (The action contract refuses such URLs in `navigate` and `tabs` first.)
 - `window.print()` opens a modal print preview that stops the page's scripts until someone closes it: it does
   nothing, and the agent is told.
+- `alert`, `confirm` and `prompt` are answered in the page as they are called (an alert accepted, a confirm or prompt
+  dismissed) and never become the browser's modal dialog, and the agent is told. A modal dialog that opens just as a
+  navigation starts could hold the tab "Loading" for good (an alert loop beside a link click, under load); the
+  session still answers one that gets through (`beforeunload`, a frame the script did not reach).
 - A document may open MAX_OPENS windows or tabs (`window.open`); beyond that the call returns null, as a popup
   blocker's does, and the agent is told. (The session also closes tabs beyond its own limit, however they opened.)
 """
@@ -30,6 +34,10 @@ _SCRIPT = """(() => {
   Object.defineProperty(window, "__webevalGuard", { value: true });
   const note = (kind, detail) => { try { window.%(binding)s(kind, String(detail)); } catch (e) {} };
   Object.defineProperty(window, "print", { value: () => note("print", ""), writable: false, configurable: false });
+  const answer = (kind, value) => function (message) { note(kind, message === undefined ? "" : message); return value; };
+  window.alert = answer("alert", undefined);
+  window.confirm = answer("confirm", false);
+  window.prompt = answer("prompt", null);
   const open = window.open;
   let opens = 0;
   window.open = function (...args) {
@@ -46,6 +54,10 @@ _SCRIPT = """(() => {
 def blocked(url: str, schemes: frozenset[str] = BLOCKED_SCHEMES) -> bool:
     scheme, colon, _ = url.partition(":")
     return bool(colon) and scheme.lower() in schemes
+
+
+def answered(kind: str, message: str) -> str:
+    return f"{'an' if kind == 'alert' else 'a'} {kind} dialog said {message!r} and was {'accepted' if kind == 'alert' else 'dismissed'}"
 
 
 def refused(url: str) -> str:
@@ -123,6 +135,8 @@ class Guard:
             self._note("the page asked to print: printing is off, nothing was printed", "print requests")
         elif kind == "link" and blocked(detail, self.schemes):
             self._note(f"a link to {refused(detail)}", "refusals")
+        elif kind in ("alert", "confirm", "prompt"):
+            self._note(answered(kind, detail), "dialogs")
         elif kind == "open":
             self._note(f"the page was kept from opening more than {MAX_OPENS} windows", "refusals")
 

@@ -18,7 +18,7 @@ from webeval.runtime.aio import detached
 from webeval.runtime.display import Display
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES, keep
 from webeval.runtime.events import Events
-from webeval.runtime.guard import Guard
+from webeval.runtime.guard import Guard, answered
 from webeval.runtime.settle import QUIET_SCRIPT, InputMark, Settler
 
 CONTEXT_CLOSE_S = 10.0  # closing a context takes 0.05-0.3 s here; a browser that takes longer is not answering
@@ -172,12 +172,11 @@ class TaskSession:
 
     def _on_dialog(self, dialog: Dialog) -> None:
         # A JS dialog blocks the page until answered: accept alerts, dismiss confirms and prompts, leave a page that
-        # asks to stay (as a person who meant to leave would), and tell the agent.
+        # asks to stay (as a person who meant to leave would), and tell the agent. The guard answers most in the page.
         if dialog.type == "beforeunload":
             self.events.add("the page asked to be stayed on (beforeunload) and was left", "dialogs")
         else:
-            self.events.add(f"a {dialog.type} dialog said {dialog.message!r} and was "
-                            f"{'accepted' if dialog.type == 'alert' else 'dismissed'}", "dialogs")
+            self.events.add(answered(dialog.type, dialog.message), "dialogs")
         answer = dialog.accept() if dialog.type in ("alert", "beforeunload") else dialog.dismiss()
         detached(answer, self._background, PlaywrightError)
 
