@@ -17,7 +17,7 @@ import pytest
 from tests.runs import Run, browser_main_pids, driver_pids, records, run, summary, xvfb_pids
 
 # Two real-browser suites run in subprocesses here: one worker takes them in turn (`--dist loadgroup`, make test),
-# so they never compete with each other for the two cores (see docs/reliability.md, "Open").
+# so they never compete with each other for the two cores (docs/reliability.md, "Dialogs are answered in the page").
 pytestmark = pytest.mark.xdist_group("browser-suites")
 
 

@@ -23,7 +23,7 @@ from tests.runs import Run, browser_main_pids, records, wait_for
 from tests.scripted import Seen, click, finish, focus_tab, key, navigate, seen, type_text, wait
 
 # Two real-browser suites run in subprocesses here: one worker takes them in turn (`--dist loadgroup`, make test),
-# so they never compete with each other for the two cores (see docs/reliability.md, "Open").
+# so they never compete with each other for the two cores (docs/reliability.md, "Dialogs are answered in the page").
 pytestmark = pytest.mark.xdist_group("browser-suites")
 
 MAX_STEPS, STEP_TIMEOUT, TASK_TIMEOUT = 20, 30, 90
