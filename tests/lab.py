@@ -62,6 +62,12 @@ def dialog(req):
                            "document.getElementById('after').textContent='after'\">go</button><p id=after></p>")
 
 
+@site.route("/select")
+def select(req):
+    options = "".join(f"<option>{fruit}</option>" for fruit in ("apple", "banana", "cherry"))
+    return _bare("Select", f"<select id=s style='font-size:30px;width:300px'>{options}</select>")
+
+
 @site.route("/download")
 def download(req):
     return _bare("Download", "<a id=dl href='/lab/file.txt' style='font-size:40px'>get the file</a>")

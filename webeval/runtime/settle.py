@@ -59,17 +59,19 @@ _PROBE = """(() => { const s = window.__webevalQuiet;
            : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
 # The page waits for itself: one round trip resolves when it has been quiet for quietMs (counted from the action,
 # sinceMs ago), has seen the input (needed events of `event`, in the document `doc`), has no
-# request of its own open and is not leaving; or when capMs has passed. It answers what _PROBE answers, and the title.
+# request of its own open and is not leaving; or when capMs has passed. It answers what _PROBE answers, the title, and
+# whether the input arrived.
 _UNTIL_QUIET = """([quietMs, capMs, sinceMs, event, needed, doc]) => new Promise((resolve) => {
   const s = window.__webevalQuiet;
-  if (!s) { resolve([document.readyState, 1e9, 0, {}, 0, false, 0, document.title]); return; }
+  if (!s) { resolve([document.readyState, 1e9, 0, {}, 0, false, 0, document.title, true]); return; }
   const start = performance.now(), action = start - sinceMs;
+  const arrived = () => !event || s.doc !== doc || (s.seen[event] || 0) >= needed
+                        || document.activeElement instanceof HTMLSelectElement;
   const probe = (now) => [document.readyState, now - Math.max(s.last, action), s.doc, s.seen, s.open, s.leaving, s.opened,
-                          document.title];
+                          document.title, arrived()];
   const check = () => {
     const now = performance.now();
-    const acked = !event || s.doc !== doc || (s.seen[event] || 0) >= needed;
-    const idle = document.readyState === "complete" && !s.open && !s.leaving && acked;
+    const idle = document.readyState === "complete" && !s.open && !s.leaving && arrived();
     const quiet = now - Math.max(s.last, action);
     if ((idle && quiet >= quietMs) || now - start >= capMs) { resolve(probe(now)); return; }
     setTimeout(check, idle ? Math.max(1, quietMs - quiet) : 10);
@@ -151,9 +153,10 @@ class Settler:
     async def wait(self, page: Page, mark: InputMark | None = None, ack_cap_s: float = 1.0) -> bool:
         """True when the page became quiet, False when the cap was reached first.
 
-        The input is waited for until the cap: input reaches the page unless the browser's own UI has the focus (after
-        ctrl+L), and on a loaded machine (load 13 on 2 cores beside the chaos runs) it can take over a second to
-        arrive; an observation taken before it did shows the page as it was before the action.
+        The input is waited for until the cap: on a loaded machine (load 13 on 2 cores beside the chaos runs) it can
+        take over a second to arrive, and an observation taken before it did shows the page as it was before the
+        action. Input that never reaches the page costs the cap: the browser's own UI has the focus (after ctrl+L).
+        A select's popup takes the pointer and the keys from the page too, so a focused select counts as arrival.
         A tab the page asked for is waited for ack_cap_s at most: a popup blocker may swallow it.
         """
         began = time.monotonic()
@@ -166,7 +169,7 @@ class Settler:
             args = [self.quiet_s * 1000, (deadline - now) * 1000, (now - began) * 1000,
                     mark.event if mark else None, mark.seen + mark.count if mark else 0, mark.doc if mark else 0]
             try:
-                ready, quiet_ms, doc, seen, open_requests, leaving, opened, title = await asyncio.wait_for(
+                ready, quiet_ms, doc, seen, open_requests, leaving, opened, title, arrived = await asyncio.wait_for(
                     page.evaluate(_UNTIL_QUIET, args), max(0.01, deadline - now) + 0.5)
             except (PlaywrightError, asyncio.TimeoutError):
                 if page.is_closed():
@@ -179,8 +182,7 @@ class Settler:
                 continue  # a request the page did not start itself (an image, a frame) began while it waited
             elapsed = time.monotonic() - began
             if mark is not None and doc == mark.doc and (
-                    seen.get(mark.event, 0) < mark.seen + mark.count
-                    or (elapsed < ack_cap_s and opened > mark.opened and self._tab_count() <= mark.tabs)):
+                    not arrived or (elapsed < ack_cap_s and opened > mark.opened and self._tab_count() <= mark.tabs)):
                 await asyncio.sleep(self.poll_s)
                 continue
             # (elapsed: a page without the quiet script answers at once; the window still counts from the action)
