@@ -149,7 +149,7 @@ async def test_dialogs_are_answered_in_the_page_without_a_modal(session, runtime
     answers = await session.active.evaluate("[alert('a'), confirm('c'), prompt('p', 'default')]")
     assert answers == [None, False, None] and dialogs == []
     seen = []
-    for _ in range(50):  # each answer reaches the harness as a binding call, on its own way out of the page
+    for _ in range(250):  # each answer reaches the harness as a binding call, on its own way out of the page
         seen += session.take_events()
         if len(seen) >= 3:
             break
