@@ -9,7 +9,7 @@
 - `alert`, `confirm` and `prompt` are answered in the page as they are called (an alert accepted, a confirm or prompt
   dismissed) and never become the browser's modal dialog, and the agent is told. A modal dialog that opens just as a
   navigation starts could hold the tab "Loading" for good (an alert loop beside a link click, under load); the
-  session still answers one that gets through (`beforeunload`, a frame the script did not reach).
+  session still answers the one only the browser raises (`beforeunload`), and any other that gets through.
 - A document may open MAX_OPENS windows or tabs (`window.open`); beyond that the call returns null, as a popup
   blocker's does, and the agent is told. (The session also closes tabs beyond its own limit, however they opened.)
 """
@@ -57,7 +57,9 @@ def blocked(url: str, schemes: frozenset[str] = BLOCKED_SCHEMES) -> bool:
 
 
 def answered(kind: str, message: str) -> str:
-    return f"{'an' if kind == 'alert' else 'a'} {kind} dialog said {message!r} and was {'accepted' if kind == 'alert' else 'dismissed'}"
+    """What the agent is told of an alert (accepted), a confirm or a prompt (dismissed), whoever answered it."""
+    article, answer = ("an", "accepted") if kind == "alert" else ("a", "dismissed")
+    return f"{article} {kind} dialog said {message!r} and was {answer}"
 
 
 def refused(url: str) -> str:
