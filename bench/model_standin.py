@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import pytest
 
-import webeval.plugin.episode as episode_plugin
+import webeval.plugin.episode_fixtures as episode_plugin
 from webeval.runtime.worker import WorkerRuntime
 
 LOG_ENV = "WEBEVAL_BENCH_LOG"

@@ -23,7 +23,7 @@ from tests.conftest import ROOT
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
-from webeval.report.environment import read_environment
+from webeval.report.run_environment import read_environment
 from webeval.tasks import Population
 
 POPULATION, TASKS = local_population()

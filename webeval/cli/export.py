@@ -1,4 +1,4 @@
-"""`webeval export DIR --out FILE.jsonl`: a run's trajectories as training data (fields: webeval.report.export)."""
+"""`webeval export DIR --out FILE.jsonl`: a run's trajectories as training data (fields: webeval.report.training_data)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from webeval.cli import CommandError
 from webeval.outcomes.rundir import POPULATION, RunDir
-from webeval.report.export import lines
+from webeval.report.training_data import lines
 
 
 def add_parser(subparsers) -> None:

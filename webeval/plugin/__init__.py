@@ -7,14 +7,14 @@ import uuid
 import pytest
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary
-from webeval.plugin import browsers, epochs, progress, redaction, versions
+from webeval.plugin import allure, episode_fixtures, gate_options, options, outcome, policies, rejudge_selection
+from webeval.plugin import browsers, epoch_option, progress, redaction, selection, session_summary, session_versions, suite
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
 
-_PARTS = (options, browsers, redaction, selection, rejudge, gate, policies, episode, outcome, suite, summary, allure,
-          progress, versions, epochs)
+_PARTS = (options, browsers, redaction, selection, rejudge_selection, gate_options, policies, episode_fixtures, outcome,
+          suite, session_summary, allure, progress, session_versions, epoch_option)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

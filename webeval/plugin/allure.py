@@ -33,7 +33,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
 from webeval.report.categories import allure_status, status_message
-from webeval.report.environment import environment
+from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.results import RESULTS_DIR, complete_results
 from webeval.report.steps import step_title

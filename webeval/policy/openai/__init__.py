@@ -3,10 +3,10 @@
 from webeval.policy.openai.client import HttpTransport, PolicyAuthError, Transport, api_key_from
 from webeval.policy.openai.policy import DUMP_FOLDER, OpenAIPolicy, make_adapter
 from webeval.policy.openai.profile import ADAPTERS, APIS, Profile, ProfileError, load_profile
-from webeval.policy.openai.record import (
+from webeval.policy.openai.recording import (
     Recorder, RecordingTransport, ReplayMissing, ReplayTransport, find_recording, read_recording,
 )
-from webeval.policy.openai.webvoyager import Mark
+from webeval.policy.openai.set_of_marks import Mark
 
 __all__ = [
     "ADAPTERS", "APIS", "DUMP_FOLDER", "HttpTransport", "Mark", "OpenAIPolicy", "PolicyAuthError", "Profile",

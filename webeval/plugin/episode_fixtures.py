@@ -21,7 +21,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.browsers import make_runtime
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
-from webeval.plugin.rejudge import FINAL
+from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import make_policy, stop_session
 from webeval.tasks import Task
