@@ -7,8 +7,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fixtures.sites.server import SiteServer
 from tests import lab
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.runtime.worker import WorkerRuntime
 
 WIDTH, HEIGHT = 1280, 720

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.openai_stub import OpenAIStub, Reply, call
-from fixtures.tasks import local_population
 from tests.conftest import ROOT
+from webeval.benchmarks.local import local_population
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
