@@ -93,32 +93,59 @@ def _infra(how: Evaluation, task: Task, error: InfraError, episode: Episode | No
 
 
 async def evaluate(task: Task, how: Evaluation) -> Attempt:
-    """Run one task to one attempt record; infrastructure errors are retried `how.infra_retries` times, each
-    retried attempt on record too (appended here), in a fresh context of a runtime started again if it died."""
+    """Run one task to one attempt record: the episode on the slot, then the verdict on its evidence."""
+    return await judge_acted(await act(task, how), how)
+
+
+@dataclass
+class Acted:
+    """An episode that has ended, its evidence written and its browser context closed: the slot is free again.
+    `attempt` is set when there is nothing to judge (the episode ended as infrastructure)."""
+
+    task: Task
+    prepared: Prepared
+    episode: Episode | None
+    began: float
+    attempt: Attempt | None = None
+
+
+async def act(task: Task, how: Evaluation) -> Acted:
+    """The episode, on the slot; infrastructure errors are retried `how.infra_retries` times, each retried attempt
+    on record too (appended here), in a fresh context of a slot started again if it died."""
     began = time.monotonic()
     prepared = how.environment.prepare(task)
-    episode: Episode | None = None  # the last attempt's, when a retry cannot start the runtime again
+    episode: Episode | None = None  # the last attempt's, when a retry cannot start the slot again
     for retry in range(how.infra_retries + 1):
         try:
             await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
         except InfraError as exc:  # a part died while it started, every time
-            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
+            return Acted(task, prepared, episode, began,
+                         Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode))
         number, folder = how.run_dir.attempt_dir(task.id)
         episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
         infra = episode.infra
         if infra is None or infra.kind in NOT_RETRIED or retry == how.infra_retries:
             break
         how.run_dir.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
-    evidence = episode.evidence(prepared.task.goal)
-    episode.infra = episode.infra or how.environment.blocked(evidence)
+    episode.infra = episode.infra or how.environment.blocked(episode.evidence(prepared.task.goal))
     if episode.infra is not None:
-        return Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode)
-    decision = await decide(prepared.task, evidence, how.judge, how.unparseable)
+        return Acted(task, prepared, episode, began,
+                     Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode))
+    return Acted(task, prepared, episode, began)
+
+
+async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
+    """The verdict on an ended episode's evidence (no slot needed), and the attempt record it makes."""
+    if acted.attempt is not None:
+        return acted.attempt
+    episode = acted.episode
+    decision = await decide(acted.prepared.task, episode.evidence(acted.prepared.task.goal), how.judge,
+                            how.unparseable)
     if decision.verdict is not None:
         episode.verdict = decision.verdict
-        (folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
-    record = attempt_record(how, task, decision.outcome, episode=episode, decision=decision,
-                            duration_s=time.monotonic() - began)
+        (episode.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+    record = attempt_record(how, acted.task, decision.outcome, episode=episode, decision=decision,
+                            duration_s=time.monotonic() - acted.began)
     return Attempt(record, episode, decision.verdict)
 
 
