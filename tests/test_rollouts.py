@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import signal
 from dataclasses import dataclass
@@ -194,3 +195,95 @@ def test_a_torn_last_line_is_cut_back_before_the_next_record(tmp_path: Path):
     store.append(RolloutRecord(rollout_id="c.0", task_id="c", group_id="c", sample_index=0, seed=0))
     lines = store.path.read_text().splitlines()
     assert [RolloutRecord.model_validate_json(line).rollout_id for line in lines] == ["a.0", "c.0"]
+
+
+# -- rollouts against a model endpoint: the scripted stand-in, through the real client ---------------------------
+from fixtures.openai_stub import OpenAIStub, Reply, call, prompt_token_ids  # noqa: E402
+from webeval.policy.openai import Profile  # noqa: E402
+from webeval.rollouts.model_policies import ModelPolicies  # noqa: E402
+
+ANSWERS = {"Dictionary--2": "fluke", "Dictionary--3": "C2"}
+
+
+def answering(reply_tokens: str = "auto"):
+    """A model that waits once, then answers its task (the answer is known from the goal in the first message)."""
+
+    def script(request: dict) -> Reply:
+        goal = json.dumps(request["messages"][1])
+        task = next(task_id for task_id in ANSWERS if local_goal(task_id) in goal)
+        if sum(m["role"] == "assistant" for m in request["messages"]) == 0:
+            return Reply(tool_calls=call("computer", {"action": "wait", "seconds": 0}).tool_calls, tokens=reply_tokens)
+        return Reply(tool_calls=call("terminate", {"status": "success", "answer": ANSWERS[task]}).tool_calls,
+                     tokens=reply_tokens)
+
+    return script
+
+
+def local_goal(task_id: str) -> str:
+    _, tasks = local_population()
+    return json.dumps(next(t.goal for t in tasks if t.id == task_id))[1:-1][:40]
+
+
+def model_profile(stub: OpenAIStub, **fields) -> Profile:
+    return Profile(base_url=stub.base_url, model="stub-model", retries=0, timeout_s=10, backoff_s=0, **fields)
+
+
+async def test_model_rollouts_keep_each_turns_token_ids_as_received_and_the_prompt_append_only(local_tasks, tmp_path):
+    with OpenAIStub(answering()) as stub:
+        policies = ModelPolicies(model_profile(stub), (1280, 720))
+        requests = [RolloutRequest(task_id=task_id, group_id=task_id, sample_index=i, seed=40 + i, policy_version=3,
+                                   policy={"sampling": {"temperature": 0.7, "top_k": 20}})
+                    for task_id in ANSWERS for i in range(2)]
+        async with RolloutEngine(local_tasks, tmp_path, policies, EngineSettings(slots=2, history="append-only")) as engine:
+            batch = await asyncio.wait_for(collect(engine, requests), 300)
+        bodies = list(stub.requests)
+    assert len(batch.records) == 4
+    for record in batch.records:
+        assert (record.reward, record.mask_sample, record.history) == (1.0, False, "append-only"), record
+        assert record.policy_version_start == record.policy_version_end == "3"
+        first, second = record.turns
+        assert first.generation_token_ids and len(first.generation_token_ids) == len(first.generation_log_probs)
+        # append-only: the second prompt is the first one, its reply, and what came after
+        assert second.prompt_token_ids[:len(first.prompt_token_ids)] == first.prompt_token_ids
+        assert len(second.prompt_token_ids) > len(first.prompt_token_ids)
+    sent = {(body["seed"], body["temperature"], body["top_k"]) for body in bodies}
+    assert sent == {(40, 0.7, 20), (41, 0.7, 20)}
+    assert all(body["logprobs"] is True and body["return_token_ids"] is True and body["top_logprobs"] == 0
+               and body["return_tokens_as_token_ids"] is True for body in bodies)
+    episodes: dict[tuple, list[dict]] = {}  # by seed and task: each episode's requests in order
+    for body in bodies:
+        episodes.setdefault((body["seed"], json.dumps(body["messages"][1])[:300]), []).append(body)
+    assert len(episodes) == 4
+    for turns in episodes.values():
+        for earlier, later in zip(turns, turns[1:]):
+            assert later["messages"][:len(earlier["messages"])] == earlier["messages"]
+    for record in batch.records:  # the prompt token ids the endpoint computed, stored unchanged
+        sent = [t for (seed, goal), t in episodes.items() if seed == record.seed and local_goal(record.task_id) in goal]
+        assert [turn.prompt_token_ids for turn in record.turns] == [prompt_token_ids(body) for body in sent[0]]
+
+
+async def test_an_endpoint_that_gives_no_token_ids_masks_the_rollouts_and_stops_with_one_line(local_tasks, tmp_path):
+    with OpenAIStub(answering(reply_tokens="none")) as stub:
+        policies = ModelPolicies(model_profile(stub), (1280, 720))
+        requests = [RolloutRequest(task_id="Dictionary--2", group_id="g", sample_index=i, seed=i) for i in range(6)]
+        async with RolloutEngine(local_tasks, tmp_path, policies, EngineSettings(slots=1, stop_after=3)) as engine:
+            batch = await asyncio.wait_for(collect(engine, requests), 300)
+    assert len(batch.records) == 3 and len(batch.not_started) == 3
+    assert all((r.mask_sample, r.reward, r.failure_kind) == (True, None, "infra_error[policy_tokens]")
+               for r in batch.records)
+    assert batch.stopped and "--no-token-ids" in batch.stopped and "\n" not in batch.stopped
+
+
+async def test_an_endpoint_that_is_down_masks_rollouts_as_policy_and_stops_the_collection(local_tasks, tmp_path):
+    stub = OpenAIStub(answering()).start()
+    base = stub.base_url
+    stub.stop()  # nothing listens there any more
+    profile = Profile(base_url=base, model="stub-model", retries=1, timeout_s=5, backoff_s=0)
+    requests = [RolloutRequest(task_id="Dictionary--2", group_id="g", sample_index=i, seed=i) for i in range(8)]
+    async with RolloutEngine(local_tasks, tmp_path, ModelPolicies(profile, (1280, 720)),
+                             EngineSettings(slots=2, stop_after=3)) as engine:
+        batch = await asyncio.wait_for(collect(engine, requests), 300)
+    assert 3 <= len(batch.records) <= 4 and len(batch.records) + len(batch.not_started) == 8
+    assert all(r.failure_kind == "infra_error[policy_unavailable]" and r.reward is None for r in batch.records)
+    assert batch.stopped and "connection" in batch.stopped.lower()
+    assert not any(r.reward == 0 for r in RolloutStore(tmp_path).records())
