@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-IMPORTED_TOOL = "imported"  # an action in its source's own words: a judge reads its text, never executes it
+from webeval.outcomes.evidence import IMPORTED_ACTION
 MAX_SOURCE_BYTES = 64 << 20  # a result file larger than this is not one: it is not read
 
 
@@ -28,7 +28,7 @@ class SourceAction:
     def as_action(self, answer: str | None) -> dict[str, Any]:
         """The action as evidence keeps it: the closing answer is a terminate (judges leave it out of the action
         history, as upstream's leave out the final step); every other one is an `imported` action with its text."""
-        kept: dict[str, Any] = {"tool": "terminate", "answer": answer} if self.final else {"tool": IMPORTED_TOOL}
+        kept: dict[str, Any] = {"tool": "terminate", "answer": answer} if self.final else {"tool": IMPORTED_ACTION}
         kept["text"] = self.text
         if self.thought is not None:
             kept["thought"] = self.thought
