@@ -21,7 +21,6 @@ import json
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from webeval.interop import inert_pickle
 from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, read_text
@@ -53,10 +52,14 @@ def _screenshots(folder: Path) -> list[tuple[int, str]]:
     return sorted((int(m[1]), p.name) for p in folder.iterdir() if (m := _SHOT.match(p.name)))
 
 
-def _identity(folder: Path, read: set[str]) -> tuple[str, Any, str | None]:
+def _identity(folder: Path, read: set[str], unreadable: list[str]) -> tuple[str, Any, str | None]:
     """(task name, seed, agent name) from exp_args.pkl, else from the folder's name."""
     if (folder / EXP_ARGS).is_file():
-        args = inert_pickle.load(folder / EXP_ARGS, EXP_ARGS)
+        try:
+            args = inert_pickle.load(folder / EXP_ARGS, EXP_ARGS)
+        except Unreadable as exc:
+            unreadable.append(str(exc))
+            args = None
         env, agent = field(args, "env_args"), field(args, "agent_args")
         task = field(env, "task_name")
         if isinstance(task, str) and task:
@@ -92,7 +95,7 @@ def answer_in(action: str) -> str | None:
     return said[-1] if said else None
 
 
-def _steps(folder: Path, read: set[str]) -> tuple[list[SourceAction], dict[int, str], str]:
+def _steps(folder: Path, read: set[str], unreadable: list[str]) -> tuple[list[SourceAction], dict[int, str], str]:
     """The actions, the URL by step number and the goal seen in the step pickles; an unreadable step is left out."""
     numbered = sorted((int(m[1]), p) for p in folder.iterdir() if (m := _STEP.match(p.name)))
     actions: list[SourceAction] = []
@@ -101,7 +104,8 @@ def _steps(folder: Path, read: set[str]) -> tuple[list[SourceAction], dict[int, 
     for number, path in numbered:
         try:
             step = inert_pickle.load(path, path.name)
-        except Unreadable:
+        except Unreadable as exc:
+            unreadable.append(str(exc))
             continue
         read.add(path.name)
         obs, info = field(step, "obs"), field(step, "agent_info")
@@ -117,20 +121,24 @@ def _steps(folder: Path, read: set[str]) -> tuple[list[SourceAction], dict[int, 
 
 def read_folder(folder: Path) -> ImportedTrajectory:
     read: set[str] = set()
+    unreadable: list[str] = []  # files that are there but could not be read: what they hold is not in the evidence
     summary = _summary(folder)
     read.add(SUMMARY)
     shots = _screenshots(folder)
     if not shots:
         raise Unreadable("no screenshot_step_<i>.png")
-    task, seed, agent = _identity(folder, read)
+    task, seed, agent = _identity(folder, read, unreadable)
     task_id = f"{task}--{seed}" if seed is not None else task
     if not SAFE_ID.fullmatch(task_id) or ".." in task_id:
         raise Unreadable(f"task {task_id!r} is not an id webeval can keep (letters, digits, '_', '-', '.')")
     goal = ""
     if (folder / GOAL).is_file():
-        goal = _goal_text(inert_pickle.load(folder / GOAL, GOAL))
-        read.add(GOAL)
-    actions, url_of, seen_goal = _steps(folder, read)
+        try:
+            goal = _goal_text(inert_pickle.load(folder / GOAL, GOAL))
+            read.add(GOAL)
+        except Unreadable as exc:
+            unreadable.append(str(exc))
+    actions, url_of, seen_goal = _steps(folder, read, unreadable)
     urls = [url_of.get(number, "") for number, _ in shots]
     answers = [answer_in(action.text) for action in actions]
     known = [url for url in urls if url.startswith(("http://", "https://"))]
@@ -142,13 +150,12 @@ def read_folder(folder: Path) -> ImportedTrajectory:
         screenshots=[(name, folder / name) for _, name in shots], actions=actions, urls=urls,
         start_url=known[0] if known else None, read=read | {name for _, name in shots},
         details={"task_name": task, "seed": seed, "agent": agent, "cum_reward": reward,
-                 **{k: summary[k] for k in ("n_steps", "terminated", "truncated") if k in summary}})
+                 **{k: summary[k] for k in ("n_steps", "terminated", "truncated") if k in summary},
+                 **({"unreadable": unreadable} if unreadable else {})})
     if isinstance(error, str) and error.strip():
         trajectory.infra = {"kind": "source_error", "message": " ".join(error.split())[:300]}
     elif isinstance(reward, (int, float)) and not isinstance(reward, bool):
         trajectory.label = reward > 0
-    if known and not trajectory.site:
-        trajectory.site = urlsplit(known[0]).hostname or ""
     trajectory.note_missing()
     trajectory.lacks.append("titles")
     return trajectory
