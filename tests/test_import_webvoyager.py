@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import openai
-import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
 from tests.webvoyager_data import ORIGINAL, need_data, records
@@ -119,6 +118,9 @@ def test_over_the_original_population_the_tasks_not_imported_are_missing_never_f
     shutil.move(run, moved)
     with OpenAIStub(verdict_for, models=("judge-model",)) as stub:
         assert reverify(moved, stub) == 1  # incomplete: 628 tasks of the population were never run
+        assert len(stub.requests) == 15
+        assert reverify(moved, stub) == 1
+        assert len(stub.requests) == 15  # the verdict cache kept every verdict next to its evidence
     out = capsys.readouterr().out
     assert "re-judged 15 of 15 tasks" in out
     summary = json.loads((moved / "summary.json").read_text())

@@ -107,7 +107,7 @@ def record_of(run_dir: RunDir, trajectory: ImportedTrajectory, plan: ImportPlan,
         attempt=attempt, outcome=Outcome.infra_error if infra else Outcome.judge_failed,
         kind=infra["kind"] if infra else UNJUDGED,
         reason=f"infra[{infra['kind']}]: {infra['message']}" if infra else
-        f"judge_failed: imported from {plan.format}, not judged yet: run `webeval reverify {run_dir.path}`",
+        f"judge_failed: not judged yet (imported from {plan.format}); `webeval reverify` judges it",
         answer=trajectory.answer, steps=len(trajectory.actions), worker="import",
         path=str(folder.relative_to(run_dir.path)), extra={"imported": plan.format})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,6 +28,10 @@ READERS: dict[str, Reader] = {
 
 
 def _why_not(trajectory: ImportedTrajectory, population: Population | None, first: dict[str, Path]) -> str:
+    unreadable = [name for name, path in [*trajectory.screenshots, *trajectory.kept_files]
+                  if not os.access(path, os.R_OK)]
+    if unreadable:
+        return f"{unreadable[0]}: cannot read it"
     if population is not None and trajectory.task_id not in population.ids:
         return f"task {trajectory.task_id!r} is not in population {population.name}"
     if not trajectory.goal and population is None:
