@@ -194,3 +194,16 @@ def test_nothing_importable_writes_nothing_and_bad_usage_is_one_line(tmp_path, c
     assert "exists and is not an empty directory" in capsys.readouterr().err
     assert main(["import", "agentlab", str(source), "--out", str(tmp_path / "r"), "--population", "original"]) == 2
     assert "--population and --data-dir go with `webeval import webvoyager` only" in capsys.readouterr().err
+
+
+def test_every_protocol_reads_an_import_and_the_rubric_one_says_why_it_cannot_judge_it(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert import_examples(run) == 0
+    with OpenAIStub(verdict_for, models=("judge-model",)) as stub:
+        assert reverify(run, stub, "--judge-protocol", "rubric") == 1
+        assert stub.requests == []  # an imported task has no fact groups: nothing to ask
+    out = capsys.readouterr().out
+    assert "Amazon--0: judge_failed -> judge_failed: judge_failed: task Amazon--0 has no rubric: the rubric " \
+           "protocol judges rubric tasks only" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["failed"], summary["masked"]) == (0, {"judge_failed[config]": 15})
