@@ -173,6 +173,14 @@ def test_online_mind2web_folders_load_as_its_run_py_loads_them(tmp_path, capsys)
     assert [s["step"] for s in result["action_history"]] == [0, 1, 2, 3]
 
 
+def test_a_run_with_nothing_finished_exports_nothing_and_says_so(tmp_path, capsys):
+    run_dir = RunDir(tmp_path / "run").create(Population(name="shop", ids=("Shop--3",), sha256="3" * 64))
+    run_dir.append(write_attempt(run_dir, "Shop--3", Outcome.infra_error))
+    assert main(["export", str(run_dir.path), "--format", "online-mind2web", "--out", str(tmp_path / "om2w")]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].endswith("exported=0 not_exported=1 missing=0")
+    assert list((tmp_path / "om2w").iterdir()) == []
+
+
 @need_data
 def test_an_imported_run_round_trips_through_online_mind2web(tmp_path):
     """WebVoyager's real folders, imported, exported to Online-Mind2Web and imported again: the same task text,

@@ -150,7 +150,7 @@ def test_an_inline_screenshot_is_written_out_and_kept_in_order(tmp_path):
     write_v2(source / V2_ID, inline=True)
     assert import_from(source, tmp_path / "run") == 0
     evidence = Evidence.load(tmp_path / "run" / "tasks" / V2_ID / "attempt-1")
-    assert evidence.screenshots[0] == "0000.png"
+    assert evidence.screenshots[0] == "inline-0000.png"
     assert evidence.screenshot_paths()[0].read_bytes() == shot(5).read_bytes()
 
 

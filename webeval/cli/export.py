@@ -2,7 +2,8 @@
 
 - training (the default): the trajectories as JSON lines for training (fields: webeval.report.export).
 - inspect: Inspect AI's eval log (`.eval` or `.json`), for `inspect view` (webeval.interop.to_inspect).
-- online-mind2web: Online-Mind2Web's result folders, for its WebJudge script (webeval.interop.to_mind2web).
+- online-mind2web: Online-Mind2Web's result folders, for its WebJudge script (webeval.interop.to_mind2web); status 1
+  when no task could be exported.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def inspect(args: argparse.Namespace) -> None:
           f"errors={counts['errors']} missing={counts['missing']}")
 
 
-def mind2web(args: argparse.Namespace) -> None:
+def mind2web(args: argparse.Namespace) -> int:
     from webeval.interop.to_mind2web import export
 
     if args.out.exists() and not args.out.is_dir():
@@ -67,6 +68,7 @@ def mind2web(args: argparse.Namespace) -> None:
         print(f"  not exported {task_id}: {why}")
     print(f"{args.out}: Online-Mind2Web result folders, exported={len(exported)} not_exported={len(left)} "
           f"missing={len(missing)}")
+    return 0 if exported else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,5 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.run_dir} is not a run directory (no {POPULATION})")
     if not args.out.parent.is_dir():
         raise CommandError(f"--out {args.out}: no folder {args.out.parent}")
-    {"training": training, "inspect": inspect, "online-mind2web": mind2web}[args.format](args)
+    if args.format == "online-mind2web":
+        return mind2web(args)
+    (inspect if args.format == "inspect" else training)(args)
     return 0

@@ -87,7 +87,7 @@ def _step_screenshot(folder: Path, index: int, name: Any, decoded: Path) -> tupl
             data = base64.b64decode(encoded[2], validate=True)
         except binascii.Error:
             raise Unreadable(f"{RESULT}: step {index}'s screenshot is not valid base64") from None
-        named = f"{index:04d}.{encoded[1].replace('jpeg', 'jpg')}"
+        named = f"inline-{index:04d}.{encoded[1].replace('jpeg', 'jpg')}"
         decoded.mkdir(parents=True, exist_ok=True)
         (decoded / named).write_bytes(data)
         return named, decoded / named
