@@ -82,6 +82,55 @@ def test_the_webvoyager_protocol_sends_what_the_original_auto_eval_sends(tmp_pat
     assert status == 0  # complete: 13 passed, 2 failed, nothing masked
 
 
+def variant(root: Path, name: str, source: str, last: str | None = None, screenshots: int | None = None) -> Path:
+    """A result folder made from a real one: its last turn replaced, or its screenshots repeated to `screenshots`
+    (numbered 1..N, so that 10 sorts after 9 by number and before 2 by name)."""
+    folder = root / f"task{name}"
+    shutil.copytree(EXAMPLES / f"task{source}", folder)
+    if last is not None:
+        messages = json.loads((folder / "interact_messages.json").read_text())
+        messages[-1]["content"] = last
+        (folder / "interact_messages.json").write_text(json.dumps(messages))
+    if screenshots:
+        real = sorted((p for p in folder.glob("screenshot*.png") if "_no_box" not in p.name),
+                      key=lambda p: int(p.stem.removeprefix("screenshot")))
+        for n in range(len(real) + 1, screenshots + 1):
+            shutil.copy(real[(n - 1) % len(real)], folder / f"screenshot{n}.png")
+    return folder
+
+
+def test_the_originals_quirks_are_kept_where_they_decide_what_the_judge_reads(tmp_path):
+    """Folders made from real ones for what the 15 do not show: an answer with a "]" in it (the original cuts it
+    there), the word ANSWER in the thought before the action (the original reads from the first one), no answer
+    (no call at all), and 20 screenshots (the last 15 by number)."""
+    root = tmp_path / "results"
+    variant(root, "GitHub--1", "GitHub--0", last="Thought: Found it.\n\nAction: ANSWER; resource-watch [63 stars] wins")
+    variant(root, "GitHub--2", "GitHub--0", last="Thought: I can ANSWER now.\n\nAction: ANSWER; 63 stars")
+    variant(root, "GitHub--3", "GitHub--0", last="Thought: Keep looking.\n\nAction: Scroll [WINDOW]; down")
+    variant(root, "Booking--2", "Booking--1", screenshots=20)
+    auto_eval = upstream_auto_eval()
+    with OpenAIStub(verdict_for, models=("judge-model",)) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="EMPTY", max_retries=0)
+        original, decided = {}, {}
+        for folder in sorted(root.iterdir()):
+            before = len(stub.requests)
+            decided[folder.name] = auto_eval.auto_eval_by_gpt4v(str(folder), client, "judge-model", 15)
+            original[folder.name] = stub.requests[-1] if len(stub.requests) > before else None
+        client.close()
+        assert import_examples(tmp_path / "run", source=root) == 0
+        stub.requests.clear()
+        reverify(tmp_path / "run", stub)
+    ours = {first_text(request): request for request in stub.requests}
+    assert original["taskGitHub--3"] is None and decided["taskGitHub--3"] == 0 and len(ours) == 3
+    for name, request in original.items():
+        assert request is None or ours.get(first_text(request)) == request, f"{name}: the requests differ"
+    assert "Result Response: resource-watch [63 stars" in first_text(original["taskGitHub--1"])
+    images = [p for p in original["taskBooking--2"]["messages"][1]["content"] if p["type"] == "image_url"]
+    assert len(images) == 15
+    final = {r["task_id"]: r for r in records(tmp_path / "run") if r.get("extra", {}).get("rejudge")}
+    assert final["GitHub--3"]["outcome"] == "failed" and final["GitHub--3"]["failure_class"] == "no_answer"
+
+
 def test_an_imported_run_is_unjudged_never_failed_until_reverify_judges_it(tmp_path, capsys):
     assert import_examples(tmp_path / "run") == 0
     out = capsys.readouterr().out.splitlines()
