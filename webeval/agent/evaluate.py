@@ -29,12 +29,10 @@ from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession
-from webeval.runtime.remote import RemoteSlot
-from webeval.runtime.slot import Slot
+from webeval.runtime.pool import AnySlot
 from webeval.tasks import Task
 
 PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
-AnySlot = Slot | RemoteSlot
 # Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
 WATCHDOG_MARGIN_S = 45.0
 NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
