@@ -26,7 +26,7 @@ from webeval.policy.openai import (
 from webeval.policy.openai.computer_use import ComputerUseAdapter
 from webeval.policy.openai.image import Frame
 from webeval.policy.openai.profile import make_profile
-from webeval.policy.openai.record import read_recording
+from webeval.policy.openai.recording import read_recording
 from webeval.tasks import Task
 
 SCREEN = (1280, 720)

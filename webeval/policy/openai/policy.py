@@ -24,7 +24,7 @@ from webeval.policy.openai.computer_use import ComputerUseAdapter
 from webeval.policy.openai.conversation import Conversation, Turn
 from webeval.policy.openai.image import Encoded, encode, frame_for
 from webeval.policy.openai.profile import Profile, sampling
-from webeval.policy.openai.record import ReplayDiverged
+from webeval.policy.openai.recording import ReplayDiverged
 from webeval.policy.openai.responses import ResponsesConversation, read_response, responses_body
 from webeval.policy.openai.uitars import UITarsAdapter
 from webeval.policy.openai.webvoyager import Marks, WebVoyagerAdapter
