@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-
 from webeval.outcomes.record import JudgeError
 
 T = TypeVar("T")
@@ -34,6 +32,8 @@ async def ask_until_read(ask: Callable[[dict[str, Any]], Awaitable[str | None]],
                          again: Callable[[str], str] | None = None) -> Reading[T]:
     """The first readable reply to `request`, asked at most `reasks` + 1 times; `who` names the judge in the error.
     `again(why)` is the follow-up that asks again after an unread reply (kept in the conversation)."""
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
     replies: list[str] = []
 
     async def once() -> T:

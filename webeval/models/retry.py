@@ -13,9 +13,10 @@ import asyncio
 import email.utils
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type
+if TYPE_CHECKING:  # imported where a call is made: a run with no model (the oracle) never needs it
+    from tenacity import RetryCallState
 
 T = TypeVar("T")
 Cause = Literal["http", "timeout", "connection"]
@@ -89,6 +90,8 @@ class RetryPolicy:
         """The attempt's value, and the problems of the attempts that were retried; GaveUp past the retries."""
         failures: list[Transient] = []
 
+        from tenacity import AsyncRetrying
+
         async def once() -> T:  # tenacity awaits only what it can tell is a coroutine function
             return await attempt()
 
@@ -97,9 +100,13 @@ class RetryPolicy:
 
     def call_blocking(self, attempt: Callable[[], T], sleep: Callable[[float], None] = time.sleep) -> T:
         """The same, for a caller with no event loop (the session-start preflight)."""
+        from tenacity import Retrying
+
         return Retrying(sleep=sleep, **self._rules([]))(attempt)
 
     def _rules(self, failures: list[Transient]) -> dict[str, Any]:
+        from tenacity import retry_if_exception_type
+
         return dict(retry=retry_if_exception_type(Transient), wait=self._wait, stop=self._stop,
                     after=lambda state: failures.append(state.outcome.exception()),
                     retry_error_callback=self._give_up)
