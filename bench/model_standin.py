@@ -22,7 +22,7 @@ import pytest
 from webeval.plugin.options import settings
 from webeval.plugin.policies import EPISODE_POLICY
 from webeval.policy.choice import PolicyChoice
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 LOG_ENV = "WEBEVAL_BENCH_LOG"
 
@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # only xdist workers run episodes
     config.stash[TIMELINE] = timeline = Timeline(folder)
     timeline.log("configured")
-    ready = WorkerRuntime.ready
+    ready = Slot.ready
 
     async def timed_ready(self):
         runtime = await ready(self)
@@ -74,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
             timeline.log("ready", display_s=runtime.display.started_s, browser_s=runtime.browser.launched_s)
         return runtime
 
-    WorkerRuntime.ready = timed_ready
+    Slot.ready = timed_ready
 
 
 @pytest.hookimpl(trylast=True)

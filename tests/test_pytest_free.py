@@ -4,6 +4,7 @@ rooms below the plugin import no `pytest` or `_pytest` module. Each is checked i
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 from webeval.benchmarks import PACKAGES
-from webeval.cli import COMMANDS
+from webeval.cli import build_parser
 
 # Run in a fresh interpreter: what the code given imported, as a JSON list of pytest's modules among sys.modules.
 PROBE = """
@@ -32,7 +33,8 @@ with contextlib.redirect_stdout(io.StringIO()):
 """
 ROOMS = ["webeval.agent", "webeval.judges", "webeval.policy", "webeval.runtime", "webeval.tasks", "webeval.actions",
          "webeval.outcomes", "webeval.report", "webeval.cli", "webeval.flags", "webeval.run_settings",
-         "webeval.cache_dir", "webeval.policy.choice", "webeval.judges.judge_options", "webeval.agent.evaluate"]
+         "webeval.cache_dir", "webeval.policy.choice", "webeval.judges.judge_options", "webeval.agent.evaluate",
+         "webeval.models", "webeval.rollouts", "webeval.interop"]
 
 
 def pytest_modules(code: str) -> list[str]:
@@ -43,12 +45,13 @@ def pytest_modules(code: str) -> list[str]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def cli_name(module: str) -> str:
-    """The subcommand a CLI module registers (its parser's name)."""
-    return {"judge_agreement": "judge-agreement", "profile_check": "profile"}.get(module, module)
+def subcommands() -> list[str]:
+    """Every subcommand the `webeval` parser registers."""
+    (found,) = [action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    return list(found.choices)
 
 
-@pytest.mark.parametrize("argv", [["--help"], *([cli_name(name), "--help"] for name in COMMANDS)],
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in subcommands())],
                          ids=lambda argv: " ".join(argv))
 def test_the_command_and_its_help_import_no_pytest(argv):
     assert pytest_modules(HELP.format(argv=argv)) == []

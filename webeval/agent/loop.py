@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from webeval.actions import ActionError, Observation, Terminate, parse_turn
 from webeval.agent.environment import PageHooks
@@ -34,16 +36,24 @@ class Budgets:
 
 async def open_start_page(session: TaskSession, url: str, retries: int) -> None:
     """Navigation transport errors are retried, then they are infrastructure, not the agent's fault."""
-    last = ""
-    for _ in range(retries + 1):
+
+    async def attempt() -> None:
         try:
             await session.goto(url)
-            return
         except PlaywrightError as exc:
-            last = str(exc).splitlines()[0]
             if not await session.browser_alive():
-                raise InfraError("browser", f"Chromium died opening {url}: {last}") from None
-    raise InfraError("navigation", f"could not open {url}: {last}")
+                raise InfraError("browser", f"Chromium died opening {url}: {_first(exc)}") from None
+            raise
+
+    try:
+        await AsyncRetrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception_type(PlaywrightError),
+                            reraise=True)(attempt)
+    except PlaywrightError as exc:
+        raise InfraError("navigation", f"could not open {url}: {_first(exc)}") from None
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 async def _write(path: Path, data: bytes) -> None:
@@ -155,7 +165,8 @@ class AgentLoop:
         t3 = time.monotonic()
         timings["policy"] = t3 - t2
         record = StepRecord(step=number, screenshot=shot, url=page.url, title=title, raw=turn.raw, usage=turn.usage,
-                            retries=turn.retries, latency_s=round(turn.latency_s or timings["policy"], 4))
+                            retries=turn.retries, latency_s=round(turn.latency_s or timings["policy"], 4),
+                            screenshot_sha256=hashlib.sha256(png).hexdigest(), tokens=turn.tokens)
         if turn.end is not None:
             episode.failure_class, episode.reason = turn.end
             await writing

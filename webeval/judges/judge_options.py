@@ -93,7 +93,8 @@ def judge_config(values: Mapping[str, Any], stored: Mapping[str, Any] | None = N
     if config.uses_model and (config.configured or any(get(name) for name in CHOSEN_BY)):
         try:
             for one in config.members or (config,):  # the endpoint says what is missing; the protocol, its prompts
-                protocols.build(one.protocol, one.endpoint(), one.screenshots, prompts_folder(one.prompts))
+                protocols.build(one.protocol, one.endpoint(), one.screenshots, prompts_folder(one.prompts),
+                                one.temperature)
         except JudgeError as exc:
             raise JudgeConfigError(str(exc)) from None
     return config

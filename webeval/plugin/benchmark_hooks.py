@@ -8,7 +8,6 @@ modules (webeval.benchmarks) do the rest.
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -18,7 +17,7 @@ import pytest
 from webeval.agent.environment import Environment
 from webeval.benchmarks import Benchmark, BenchmarkSetup, benchmark_flags, benchmark_setup, open_setup
 from webeval.flags import OptionError, add_pytest_options, values_of
-from webeval.judges.config import JudgeConfig, JudgeConfigError, check_endpoint
+from webeval.judges.config import JudgeConfig, JudgeConfigError, check_judge_endpoint
 from webeval.judges.decide import Judge
 from webeval.plugin import suite
 from webeval.plugin.policies import STOP_EXIT_CODE
@@ -107,6 +106,6 @@ def check_judges(session: pytest.Session, judge: JudgeConfig | None) -> None:
         return
     try:
         for one in judge.members or (judge,):
-            asyncio.run(check_endpoint(one.endpoint()))
+            check_judge_endpoint(one)
     except JudgeConfigError as exc:
         pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)

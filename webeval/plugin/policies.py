@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from webeval.flags import OptionError, add_pytest_options, values_of
+from webeval.models import PreflightError
 from webeval.plugin.keys import ATTEMPT
 from webeval.plugin.options import settings
 from webeval.policy.choice import POLICY_FLAGS, PolicyChoice, PolicyFactory
 from webeval.policy.choice import check_policy as _check_policy
-from webeval.policy.openai import PolicyAuthError
-from webeval.policy.openai.preflight import PreflightError, preflight
+from webeval.policy.openai import PolicyAuthError, check_policy_endpoint
 
 STOP_EXIT_CODE = 3  # the session stopped for a misconfiguration: nothing (more) can run
 STOPPED = pytest.StashKey[str]()
@@ -57,7 +57,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config.stash[EPISODE_POLICY] = choice.factory(settings(config).screen)
     if choice.profile is not None and not hasattr(config, "workerinput") and not config.option.collectonly:
         try:
-            preflight(choice.profile, os.environ)
+            check_policy_endpoint(choice.profile, os.environ)
         except PreflightError as exc:
             pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
 
