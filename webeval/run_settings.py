@@ -14,11 +14,12 @@ from webeval.runtime.downloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_MB
 
 _SCREEN = re.compile(r"^(\d+)x(\d+)$")
 SCREEN_SIDES = (100, 16384)  # pixels; Xvfb refuses larger screens, and a page is unusable on a smaller one
+DEFAULT_SCREEN = "1280x720"  # the option has no default of its own, so that a preset can tell it was not given
 
 RUN_DIR = Flag("--run-dir", metavar="DIR", help="run directory (default reports/runs/<timestamp>)")
 RUN_FLAGS = (
     RUN_DIR,
-    Flag("--screen", default="1280x720", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
+    Flag("--screen", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
     Flag("--max-steps", type=int, default=30, metavar="N", help="step budget per task (default 30)"),
     Flag("--step-timeout", type=float, default=120.0, metavar="S", help="seconds one step may take (default 120)"),
     Flag("--task-timeout", type=float, default=900.0, metavar="S", help="seconds one task may take (default 900)"),
@@ -66,7 +67,7 @@ def run_settings(values: Mapping[str, Any], policy: str | None = None) -> Settin
             raise OptionError(f"--{name.replace('_', '-')} must be positive")
     return Settings(
         policy=policy,
-        screen=screen_size(values["screen"]),
+        screen=screen_size(values["screen"] or DEFAULT_SCREEN),
         budgets=Budgets(max_steps=values["max_steps"], step_timeout_s=values["step_timeout"],
                         task_timeout_s=values["task_timeout"]),
         settle_cap_s=values["settle_cap"],

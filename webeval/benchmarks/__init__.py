@@ -49,6 +49,7 @@ class BenchmarkSetup:
     default_policy: str | None = None  # "oracle" for suites that prove themselves without a model
     documents: Mapping[str, Any] = field(default_factory=dict)  # the suite's own files for the run directory
     header: tuple[str, ...] = ()  # the session-header lines
+    conditions: Mapping[str, str] = field(default_factory=dict)  # what a run's score depends on (a judge, a preset)
 
 
 @dataclass

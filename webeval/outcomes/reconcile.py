@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from webeval.outcomes import epochs
+from webeval.outcomes.conditions import Differences, mixed_lines
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
@@ -45,6 +46,8 @@ class Summary(BaseModel):
     usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
     conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
     epochs: dict[str, Any] = {}  # a K-epoch run's pass@1, pass@k, pass^k, flakiness and standard error
+    conditions: dict[str, str] = {}  # what the run's first session ran under (webeval.outcomes.conditions)
+    mixed: dict[str, dict[str, tuple[str, str]]] = {}  # sessions allowed to mix, and what they had otherwise
 
     @property
     def masked_total(self) -> int:
@@ -82,8 +85,8 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
     return final, duplicates
 
 
-def reconcile(population: Population, records: list[AttemptRecord],
-              conventions: dict[str, str] | None = None) -> Summary:
+def reconcile(population: Population, records: list[AttemptRecord], conventions: dict[str, str] | None = None,
+              conditions: tuple[dict[str, str], dict[str, Differences]] | None = None) -> Summary:
     final, duplicates = final_records(population, records)
     unexpected = sorted({r.task_id for r in records} - set(population.ids))
     masked: Counter[str] = Counter()
@@ -140,6 +143,8 @@ def reconcile(population: Population, records: list[AttemptRecord],
         conventions=conventions or {},
         epochs=epochs.figures(final_outcomes, int(epoch_count)) if epoch_count.isdigit() and int(epoch_count) > 1
         else {},
+        conditions=(conditions or ({}, {}))[0],
+        mixed=(conditions or ({}, {}))[1],
     )
 
 
@@ -163,6 +168,7 @@ def summary_lines(summary: Summary) -> list[str]:
     if summary.failure_classes:
         lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
     lines += epochs.lines(summary.epochs)
+    lines += condition_lines(summary)
     if any(summary.usage.values()):
         lines.append("  policy: " + ", ".join(f"{k} {v:g}" for k, v in summary.usage.items()))
     width = max((len(s) for s in summary.per_site), default=4)
@@ -172,6 +178,19 @@ def summary_lines(summary: Summary) -> list[str]:
             f"  {name:<{width}}  {site.n:>4} {site.passed:>4} {site.failed:>4} {site.masked:>4} {site.missing:>4}"
             f"  {site.score:.1%}"
         )
+    return lines
+
+
+def condition_lines(summary: Summary) -> list[str]:
+    """What the run is on the terms of (a preset), its recipe lock, and the sessions allowed to mix conditions."""
+    lines = []
+    if summary.conditions.get("preset", "-") != "-":
+        lines.append(f"  preset {summary.conditions['preset']}")
+    if summary.conditions.get("recipe lock", "-") != "-":
+        lines.append(f"  recipe lock: {summary.conditions['recipe lock']}")
+    if summary.mixed:
+        lines.append(f"  MIXED conditions (--allow-mixed), against the first session's: "
+                     + " | ".join(mixed_lines(summary.mixed)))
     return lines
 
 
@@ -201,6 +220,11 @@ def summary_markdown(summary: Summary) -> str:
         rows += ["", "Missing: " + ", ".join(summary.missing)]
     if summary.epochs:
         rows += ["", *(line.strip() for line in epochs.lines(summary.epochs))]
+    if summary.conditions:
+        rows += ["", "| condition | the run's first session |", "|---|---|",
+                 *(f"| {name} | {value} |" for name, value in summary.conditions.items())]
+    if summary.mixed:
+        rows += ["", "Mixed conditions (--allow-mixed): " + "; ".join(mixed_lines(summary.mixed))]
     return "\n".join(rows) + "\n"
 
 
@@ -210,7 +234,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 
 def write_summary(run_dir: RunDir) -> Summary:
     """Reconcile a run directory and write its summary.json and summary.md."""
-    summary = reconcile(run_dir.population(), run_dir.records(), run_dir.conventions())
+    summary = reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(), run_dir.conditions())
     data = {**summary_json(summary), **summary_versions(run_dir.path)}  # what the run's sessions ran with
     (run_dir.path / "summary.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
     (run_dir.path / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")

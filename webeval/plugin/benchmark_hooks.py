@@ -23,7 +23,7 @@ from webeval.plugin import suite
 from webeval.plugin.policies import STOP_EXIT_CODE
 
 SETUPS = pytest.StashKey[dict[str, BenchmarkSetup]]()
-CORE_VALUES = ("policy", "rejudge", "judge_failed_only")  # the core plugin's options that a benchmark reads
+CORE_VALUES = ("policy", "rejudge", "judge_failed_only", "resume")  # the core plugin's options that a benchmark reads
 
 
 def add_options(parser: pytest.Parser, spec: str, group: str, title: str) -> None:
@@ -67,7 +67,7 @@ def report_header(config: pytest.Config, spec: str) -> list[str]:
 def parametrize(metafunc: pytest.Metafunc, spec: str) -> None:
     """Called from the suite's pytest_generate_tests: one test per task of the population."""
     setup = configure(metafunc.config, spec)
-    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents))
+    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents), dict(setup.conditions))
 
 
 @asynccontextmanager

@@ -21,7 +21,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.browsers import make_runtime
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
-from webeval.plugin.rejudge_selection import FINAL
+from webeval.plugin.rejudge_selection import FINAL, unparseable
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import EPISODE_POLICY, stop_session
 from webeval.tasks import Task
@@ -85,7 +85,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         async def run_again(task: Task) -> Verdict:
             record = config.stash[FINAL][task.id]  # collection kept only tasks that have one
             return _handed(item, await rejudge(task, record, webeval_run_dir, webeval_judge,
-                                               config.option.judge_unparseable))
+                                               unparseable(config)))
 
         yield run_again
         return
@@ -99,7 +99,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         environment=webeval_environment, budgets=webeval_settings.budgets,
         settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
         infra_retries=webeval_settings.infra_retries,
-        unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
+        unparseable=unparseable(config), session_id=config.stash.get(SESSION_ID, ""))
 
     async def run(task: Task) -> Verdict:
         try:

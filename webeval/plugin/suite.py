@@ -14,7 +14,9 @@ import pytest
 
 from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
+from webeval.plugin import run_conditions
 from webeval.plugin.keys import RUN_DIR, TASK, dry_run
+from webeval.plugin.rejudge_selection import unparseable
 from webeval.tasks import Population, Task
 
 MISMATCH = pytest.StashKey[str]()
@@ -61,9 +63,10 @@ def _note_suite(config: pytest.Config, folder: Path, population: Population | No
 
 
 def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[Task],
-                documents: dict[str, Any] | None = None) -> None:
+                documents: dict[str, Any] | None = None, conditions: dict[str, str] | None = None) -> None:
     """Each task becomes `test[<task id>]`; the population, not the selection, is the run's denominator.
-    `documents` ({file name: JSON document}) go into the run directory with the population, once."""
+    `documents` ({file name: JSON document}) go into the run directory with the population, once; `conditions` are
+    the benchmark's own (its judge, a preset), compared with the run's first session's."""
     if "task" not in metafunc.fixturenames:
         return
     config = metafunc.config
@@ -74,8 +77,11 @@ def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[T
     if run_dir is not None:
         try:
             run_dir.check(population)  # written once collection is over, when the session holds one suite
+            problem = run_conditions.check(config, run_dir, population, tasks, conditions or {})
         except PopulationMismatch as exc:
-            _refuse(config, str(exc))  # not this session's run directory: nothing is written into it
+            problem = str(exc)
+        if problem:
+            _refuse(config, problem)  # not this session's run directory: nothing is written into it
     config.stash.setdefault(DOCUMENTS, {}).update(documents or {})
     metafunc.parametrize("task", tasks, ids=[task.id for task in tasks])
 
@@ -119,9 +125,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     populations = [population for population in config.stash.get(SUITES, {}).values() if population]
     if run_dir is not None and populations and not dry_run(config):
         run_dir.create(populations[0], config.stash.get(DOCUMENTS, {}))
+        run_conditions.record(config, run_dir)
         epochs = getattr(config.option, "epochs", 1) or 1
-        if epochs > 1:
-            run_dir.set_conventions({CONVENTION: str(epochs)})
+        run_dir.set_conventions({"judge_unparseable": unparseable(config), **({CONVENTION: str(epochs)}
+                                                                               if epochs > 1 else {})})
     for item in items:
         task = getattr(item, "callspec", None) and item.callspec.params.get("task")
         if isinstance(task, Task):
