@@ -76,5 +76,12 @@ def record(config: pytest.Config, run_dir: RunDir) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def conditions_of(config: pytest.Config) -> Conditions:
-    return config.stash.get(SESSION_CONDITIONS, {})
+def conditions_of(config: pytest.Config, run_dir: RunDir) -> Conditions:
+    """This session's conditions: as it computed them, or (the xdist controller, which collects nothing) as its
+    workers recorded them: the first session's, with what this one had otherwise."""
+    if config.option.rejudge:
+        return {}
+    if SESSION_CONDITIONS in config.stash:
+        return config.stash[SESSION_CONDITIONS]
+    first, mixed = run_dir.conditions()
+    return {**first, **{name: after for name, (_, after) in mixed.get(config.stash[SESSION_ID], {}).items()}}

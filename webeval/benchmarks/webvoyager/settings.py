@@ -100,8 +100,8 @@ class Source:
         if self.data_dir:
             return self.data_dir
         prepared = cache_root() / name
-        if not prepared.is_dir():
-            tasks = POPULATIONS[name].file("tasks")
+        tasks = POPULATIONS[name].file("tasks")
+        if not (prepared / tasks.name).is_file():
             raise OptionError(f"population {name!r} is not prepared: `webeval prepare webvoyager --population {name}` "
                               f"downloads it ({tasks.describe()}, sha256 {tasks.sha256[:12]}, from {tasks.url}); or "
                               f"pass --data-dir DIR (or set ${DATA_DIR_ENV}) with a copy")
