@@ -1,6 +1,7 @@
 """One session writes a run directory at a time: the xdist controller (or the only process) takes the directory's
 writer lease at session start, before any task or worker, renews it while the session runs and gives it back at the
-end. A second session that would write the same directory stops at once with one line naming the first."""
+end. A second session that would write the same directory stops at once with one line naming the first (exit 4, as
+for any option that cannot be used now)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from webeval.outcomes.writer import WriterBusy, WriterLease, claim
 from webeval.plugin.keys import RUN_DIR, SESSION_ID, dry_run
-from webeval.plugin.policies import STOP_EXIT_CODE
 
 WRITER_LEASE = pytest.StashKey[WriterLease]()
 
@@ -24,7 +24,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         lease = claim(run_dir.path, config.stash[SESSION_ID])
     except WriterBusy as exc:
         del config.stash[RUN_DIR]  # not this session's to write: nothing of it reaches the directory
-        pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
+        raise pytest.UsageError(str(exc)) from None
     except OSError as exc:
         raise pytest.UsageError(f"{run_dir.path}: cannot write the run there ({exc.strerror or exc})") from None
     config.stash[WRITER_LEASE] = lease.keep_renewing()
