@@ -310,8 +310,8 @@ TOKEN_ID_PARAMETERS = {"logprobs": True, "top_logprobs": 0, "return_tokens_as_to
                        "return_token_ids": True}
 
 
-# Where the model is served and how patiently it is waited for: not what it is asked or how its replies are read.
-_TRANSPORT_FIELDS = {"base_url", "api_key_env", "timeout_s", "retries", "backoff_s", "max_wait_s"}
+# Where the model is served and how patiently it is waited for (and which model: a condition of its own).
+_TRANSPORT_FIELDS = {"base_url", "model", "api_key_env", "timeout_s", "retries", "backoff_s", "max_wait_s"}
 
 
 def behaviour_digest(profile: Profile) -> str:
