@@ -17,6 +17,7 @@ from webeval.flags import OptionError, add_arguments, values_of
 from webeval.judges.config import JudgeConfigError, Judging
 from webeval.judges.judge_options import CONCURRENCY, JUDGE_FLAGS, REJUDGE_FLAGS, judge_config, unparseable_convention
 from webeval.judges.rejudge import rejudge
+from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.reconcile import summary_lines, write_summary
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.writer import WriterBusy, claim
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     run_dir = RunDir(args.run_dir)
     before = run_dir.population()
+    epochs = run_dir.conventions().get(CONVENTION, "1")
+    population, tasks = expand(population, tasks, int(epochs) if epochs.isdigit() else 1)  # a K-epoch run's ids
     if (before.sha256, before.ids) != (population.sha256, population.ids):
         raise CommandError(f"{args.run_dir} is over population {before.name} ({before.sha256[:12]}), but its "
                            f"task source now reads as {population.name} ({population.sha256[:12]})")
