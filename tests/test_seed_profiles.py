@@ -24,8 +24,9 @@ THINKING = "The search box is at the top; I open a new tab for the recipe first.
 TASK = Task(id="Allrecipes--0", site="Allrecipes", goal="Find a vegetarian lasagna recipe.",
             start_url="https://www.allrecipes.com/")
 # What qwen3_coder's parser extracts a call from, and what the reply holds when it did not extract it.
-UNEXTRACTED = ("I will click the search box.\n<tool_call>\n<function=computer>\n<parameter=action>\nclick\n</parameter>\n"
-               "<parameter=x>\n0.5\n</parameter>\n<parameter=y>\n0.1\n</parameter>\n</function>\n</tool_call>")
+UNEXTRACTED = ("I will click the search box.\n<tool_call>\n<function=computer>\n<parameter=action>\nclick\n"
+               "</parameter>\n<parameter=x>\n0.5\n</parameter>\n<parameter=y>\n0.1\n</parameter>\n</function>\n"
+               "</tool_call>")
 
 
 def png() -> bytes:

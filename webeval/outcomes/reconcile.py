@@ -143,8 +143,7 @@ def reconcile(population: Population, records: list[AttemptRecord], conventions:
         conventions=conventions or {},
         epochs=epochs.figures(final_outcomes, int(epoch_count)) if epoch_count.isdigit() and int(epoch_count) > 1
         else {},
-        conditions=(conditions or ({}, {}))[0],
-        mixed=(conditions or ({}, {}))[1],
+        conditions=(conditions or ({}, {}))[0], mixed=(conditions or ({}, {}))[1],
     )
 
 

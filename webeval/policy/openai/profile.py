@@ -126,7 +126,8 @@ class RecipeLock(_Table):
 
     def describe(self) -> str:
         """`tokenizer 1a2b3c4d5e6f, chat template ...`: every pin, hashes shortened."""
-        return ", ".join(f"{name.replace('_', ' ')} {value[:12] if name in self.FILES + ('tokenizer_probe',) else value}"
+        hashes = (*self.FILES, "tokenizer_probe")
+        return ", ".join(f"{name.replace('_', ' ')} {value[:12] if name in hashes else value}"
                          for name, value in self.pinned().items()) or "-"
 
 
