@@ -23,13 +23,12 @@ from webeval.run_settings import RUN_DIR, RUN_FLAGS, Settings, run_settings
 
 STOP_EXIT_CODE = 3  # the policy endpoint (or the slots) cannot serve: nothing more can run
 INCOMPLETE_EXIT_CODE = 12  # some rollouts were not run: the same command finishes them
+DEFAULT_SLOTS = 8
 OWN_FLAGS = (
     Flag("--suite", default="local", metavar="NAME",
          help="local (default), rubric, miniwob, webvoyager or tasks:FILE"),
     Flag("--out", metavar="DIR", help="the collection's folder: rollouts.jsonl, tasks/, summary.json (required)"),
     Flag("--group-size", type=int, default=4, metavar="G", help="rollouts of each task, one group (default 4)"),
-    Flag("--slots", type=int, default=8, metavar="N", help="episodes at once, each its own display and browser "
-                                                         "(default 8)"),
     Flag("--tasks", type=int, metavar="K", help="only the population's first K tasks"),
     Flag("--task-id", action="append", metavar="ID", help="only this task (again for more)"),
     Flag("--seed", type=int, default=0, metavar="S", help="the collection's seed: each sample's seed derives from it"),
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(values: dict[str, Any]) -> None:
     if not values["out"]:
         raise CommandError("--out DIR is required: the folder the rollouts go to")
-    for name in ("group_size", "slots", "judge_concurrency"):
+    for name in ("group_size", "judge_concurrency"):
         if values[name] < 1:
             raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
     threshold = values["completion_threshold"]
@@ -105,7 +104,7 @@ async def collect_command(suite: str, values: dict[str, Any], suite_values: dict
     try:
         setup = benchmark_setup(suite, suite_values)
         choice = PolicyChoice.from_values({**values, "policy": values["policy"] or setup.default_policy})
-        settings = run_settings(values, choice.name)
+        settings = run_settings(values, choice.name, default_slots=DEFAULT_SLOTS)
         task_ids = _chosen(setup, values)
         ask = _ask(suite, suite_values, values, choice, task_ids)
         settle_ask(out, ask)
@@ -187,7 +186,7 @@ def _policies(choice: PolicyChoice, settings: Settings, values: dict[str, Any]):
 def _engine_settings(settings: Settings, values: dict[str, Any]):
     from webeval.rollouts import EngineSettings
 
-    return EngineSettings(slots=values["slots"], screen=settings.screen, browser_path=settings.browser_path,
+    return EngineSettings(slots=settings.slots, screen=settings.screen, browser_path=settings.browser_path,
                           judge_concurrency=values["judge_concurrency"], budgets=settings.budgets,
                           settle_cap_s=settings.settle_cap_s, infra_retries=settings.infra_retries,
                           download_max_bytes=settings.download_max_bytes,
