@@ -13,8 +13,10 @@ import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply, call
-from tests.families import PROFILES
+from tests.families import PROFILES, profile_problem
 from webeval.actions import Observation, parse_turn
+from webeval.flags import OptionError
+from webeval.policy.choice import PolicyChoice
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, load_profile, make_adapter
 from webeval.tasks import Task
 
@@ -118,3 +120,24 @@ async def test_a_tool_call_the_parser_did_not_extract_is_an_invalid_reply(profil
 async def test_nemo_gyms_names_are_validated_as_strictly_as_the_contracts(name, arguments, problem):
     found, _ = await turns(NANO, [call(name, arguments)], 1)
     assert found[0].calls == [] and found[0].invalid.startswith(problem)
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"tool_names": {"tabs": "computer"}}, "tool_names: two tools would both be called 'computer'"),
+    ({"tool_names": {"tab": "x"}}, "tool_names: 'tab' is not a tool of the contract (computer, navigate, tabs, "
+                                   "terminate)"),
+    ({"tool_names": {"tabs": "open tab"}}, "tool_names: tabs: 'open tab' is not a function name"),
+    ({"adapter": "ui-tars", "tool_names": {"tabs": "tab"}},
+     "tool_names apply to the function-tool adapters (tools, grid-1, grid-999), not 'ui-tars'"),
+])
+def test_tool_names_that_cannot_be_used_are_one_line(tmp_path, fields, problem):
+    _, said = profile_problem(tmp_path, fields)
+    assert problem in said
+
+
+def test_policy_tool_names_on_the_command_line_are_checked_the_same_way():
+    values = {"policy": "openai", "policy_base_url": "http://127.0.0.1:9/v1", "policy_model": "m"}
+    assert PolicyChoice.from_values({**values, "policy_tool_names": "tabs=tab"}).profile.tool_names == {"tabs": "tab"}
+    with pytest.raises(OptionError) as bad:
+        PolicyChoice.from_values({**values, "policy_tool_names": "tabs"})
+    assert str(bad.value) == "--policy-tool-names 'tabs': expected CONTRACT=NAME pairs, e.g. tabs=tab"
