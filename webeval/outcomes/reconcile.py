@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from webeval.outcomes import epochs
+from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
@@ -22,6 +23,7 @@ class SiteRate(BaseModel):
     masked: int = 0
     missing: int = 0
     score: float = 0.0
+    interval_95: tuple[float, float] = (0.0, 1.0)  # Wilson, widened by the site's masked and missing tasks
 
 
 class Summary(BaseModel):
@@ -38,6 +40,8 @@ class Summary(BaseModel):
     score_low: float = 0.0  # passed / N
     score_high: float = 1.0  # (N - failed) / N: every masked or missing task counted as passed
     score_completed: float | None
+    interval_95: tuple[float, float] = (0.0, 1.0)  # Wilson; an incomplete run's widened by its masked and missing
+    interval_method: str = METHOD
     per_site: dict[str, SiteRate]
     failure_classes: dict[str, int]
     complete: bool
@@ -52,10 +56,11 @@ class Summary(BaseModel):
 
     def headline(self) -> str:
         """One number for a complete run; for an incomplete one, the interval its holes leave open."""
+        interval = f"95% interval {percent(self.interval_95)}"
         if self.complete:
-            return f"score {self.passed}/{self.n} = {self.score:.1%}"
+            return f"score {self.passed}/{self.n} = {self.score:.1%}, {interval}"
         return (f"incomplete: score between {self.score_low:.1%} and {self.score_high:.1%} "
-                f"({self.masked_total} masked, {len(self.missing)} missing)")
+                f"({self.masked_total} masked, {len(self.missing)} missing), {interval}")
 
 
 def final_records(population: Population, records: list[AttemptRecord]) -> tuple[dict[str, AttemptRecord], list[str]]:
@@ -111,6 +116,7 @@ def reconcile(population: Population, records: list[AttemptRecord],
             site.masked += 1
     for site in per_site.values():
         site.score = site.passed / site.n if site.n else 0.0
+        site.interval_95 = score_interval(site.n, site.passed, site.failed)
     usage: Counter[str] = Counter()
     for record in final.values():
         usage.update(record.usage)
@@ -132,6 +138,7 @@ def reconcile(population: Population, records: list[AttemptRecord],
         score_low=passed / n if n else 0.0,
         score_high=(n - failed) / n if n else 0.0,
         score_completed=passed / completed if completed else None,
+        interval_95=score_interval(n, passed, failed),
         per_site=dict(sorted(per_site.items())),
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
@@ -143,34 +150,43 @@ def reconcile(population: Population, records: list[AttemptRecord],
     )
 
 
+def counted(counts: dict[str, int | float]) -> str:
+    """`name=count, ...`: a count never stands before another name, so that a log reader cannot misread it."""
+    return ", ".join(f"{name}={value:g}" for name, value in counts.items())
+
+
 def summary_lines(summary: Summary) -> list[str]:
-    """The summary as terminal lines: the figures first, then one row per site."""
-    masked = summary.masked_total
+    """The summary as terminal lines: the figures first, then one row per site. Counts are written `name=count`:
+    pytest's closing line stays the only line of the form `N passed, M failed`."""
     state = "complete" if summary.complete else "INCOMPLETE"
     completed = summary.passed + summary.failed
     lines = [
         f"webeval: {summary.population} ({summary.sha256[:12]}): {state}, {completed} of {summary.n} completed",
         f"  {summary.headline()}"
         + (f"  (over completed: {summary.score_completed:.1%})" if summary.score_completed is not None else ""),
-        f"  passed {summary.passed}  failed {summary.failed}  masked {masked}  missing {len(summary.missing)}"
-        f"  duplicates {len(summary.duplicates)}  unexpected {len(summary.unexpected)}",
+        f"  passed={summary.passed} failed={summary.failed} masked={summary.masked_total} "
+        f"missing={len(summary.missing)} duplicates={len(summary.duplicates)} unexpected={len(summary.unexpected)}",
     ]
     if summary.masked:
-        lines.append("  masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items()))
+        lines.append("  masked: " + counted(summary.masked))
     if summary.unexpected:
         shown = ", ".join(summary.unexpected[:10]) + (" ..." if len(summary.unexpected) > 10 else "")
         lines.append(f"  unexpected (records of tasks outside the population, not scored): {shown}")
     if summary.failure_classes:
-        lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
+        lines.append("  failures: " + counted(summary.failure_classes))
     lines += epochs.lines(summary.epochs)
     if any(summary.usage.values()):
-        lines.append("  policy: " + ", ".join(f"{k} {v:g}" for k, v in summary.usage.items()))
+        lines.append("  policy: " + counted(summary.usage))
+    return lines + site_lines(summary)
+
+
+def site_lines(summary: Summary) -> list[str]:
     width = max((len(s) for s in summary.per_site), default=4)
-    lines.append(f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  score")
+    lines = [f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  {'score':>6}  95% interval"]
     for name, site in summary.per_site.items():
         lines.append(
             f"  {name:<{width}}  {site.n:>4} {site.passed:>4} {site.failed:>4} {site.masked:>4} {site.missing:>4}"
-            f"  {site.score:.1%}"
+            f"  {site.score:>6.1%}  {percent(site.interval_95)}"
         )
     return lines
 
@@ -189,12 +205,12 @@ def summary_markdown(summary: Summary) -> str:
         f"{len(summary.missing)} | {len(summary.duplicates)} | {len(summary.unexpected)} | {summary.score:.1%} | "
         + (f"{summary.score_completed:.1%} |" if summary.score_completed is not None else "- |"),
         "",
-        "| site | n | passed | failed | masked | missing | score |",
-        "|---|---|---|---|---|---|---|",
+        "| site | n | passed | failed | masked | missing | score | 95% interval |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, site in summary.per_site.items():
         rows.append(f"| {name} | {site.n} | {site.passed} | {site.failed} | {site.masked} | {site.missing} | "
-                    f"{site.score:.1%} |")
+                    f"{site.score:.1%} | {percent(site.interval_95)} |")
     if summary.masked:
         rows += ["", "Masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items())]
     if summary.missing:
