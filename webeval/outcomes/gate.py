@@ -42,6 +42,6 @@ def decide(gate: Gate, summary: Summary) -> tuple[int, str]:
 
 def selected_incomplete(unfinished: dict[str, int], selected: int) -> str:
     """The one line of a session that exits 12: which of its tasks did not complete, and what to do."""
-    what = ", ".join(f"{count} {key}" for key, count in sorted(unfinished.items()))
+    what = ", ".join(f"{key}={count}" for key, count in sorted(unfinished.items()))
     return (f"webeval: exit {SELECTED_INCOMPLETE}: {sum(unfinished.values())} of {selected} selected tasks did not "
             f"complete ({what}); run them again with --resume DIR, or pass --allow-incomplete")
