@@ -229,7 +229,7 @@ def test_summary_lines_contain_the_figures():
     assert ("incomplete: score between 50.0% and 87.5% (2 masked, 1 missing), 95% interval 21.5%..97.8%"
             in text)
     assert "(over completed: 80.0%)" in text
-    assert "passed=4 failed=1 masked=2 missing=1 duplicates=1 unexpected=1" in text
+    assert "passed=4, failed=1, masked=2, missing=1, duplicates=1, unexpected=1" in text
     assert "masked: infra_error[browser]=1, judge_failed=1" in text
     assert "failures: step_budget=1" in text
     shop_row = next(line for line in summary_lines(summary) if line.strip().startswith("Shop"))

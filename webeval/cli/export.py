@@ -32,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             counts["masked" if row["mask"] else row["outcome"]] += 1
     os.replace(aside, args.out)
-    print(f"{args.out}: {sum(counts.values())} trajectories (passed={counts['passed']} failed={counts['failed']} "
+    print(f"{args.out}: {sum(counts.values())} trajectories (passed={counts['passed']}, failed={counts['failed']}, "
           f"masked={counts['masked']})")
     return 0

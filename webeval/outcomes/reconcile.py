@@ -151,21 +151,23 @@ def reconcile(population: Population, records: list[AttemptRecord],
 
 
 def counted(counts: dict[str, int | float]) -> str:
-    """`name=count, ...`: a count never stands before another name, so that a log reader cannot misread it."""
+    """`name=count, ...`: a comma after every count, so that no count stands before another name (`passed=44 failed`
+    reads as 44 failures to a log reader that looks for `[0-9]+ failed`)."""
     return ", ".join(f"{name}={value:g}" for name, value in counts.items())
 
 
 def summary_lines(summary: Summary) -> list[str]:
-    """The summary as terminal lines: the figures first, then one row per site. Counts are written `name=count`:
-    pytest's closing line stays the only line of the form `N passed, M failed`."""
+    """The summary as terminal lines: the figures first, then one row per site. Counts are written `name=count, `:
+    pytest's closing line stays the only line a reader of `N failed` or `N passed, M failed` finds."""
     state = "complete" if summary.complete else "INCOMPLETE"
     completed = summary.passed + summary.failed
     lines = [
         f"webeval: {summary.population} ({summary.sha256[:12]}): {state}, {completed} of {summary.n} completed",
         f"  {summary.headline()}"
         + (f"  (over completed: {summary.score_completed:.1%})" if summary.score_completed is not None else ""),
-        f"  passed={summary.passed} failed={summary.failed} masked={summary.masked_total} "
-        f"missing={len(summary.missing)} duplicates={len(summary.duplicates)} unexpected={len(summary.unexpected)}",
+        "  " + counted({"passed": summary.passed, "failed": summary.failed, "masked": summary.masked_total,
+                        "missing": len(summary.missing), "duplicates": len(summary.duplicates),
+                        "unexpected": len(summary.unexpected)}),
     ]
     if summary.masked:
         lines.append("  masked: " + counted(summary.masked))
