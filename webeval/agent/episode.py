@@ -46,7 +46,7 @@ class Episode:
 
     def totals(self) -> dict[str, float]:
         """Policy accounting over the episode: tokens, retries and time spent waiting for the policy."""
-        tokens = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+        tokens = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
         totals: dict[str, float] = {**dict.fromkeys(tokens, 0), "retries": 0, "policy_s": 0.0}
         for step in self.steps:
             for name in tokens:

@@ -20,8 +20,10 @@ from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.decide import Decision, Judge, Unparseable, decide
 from webeval.judges.rejudge import rejudge_record
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.record import AttemptRecord, InfraError, Outcome
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.spending import spent
 from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
@@ -50,6 +52,7 @@ class Evaluation:
     infra_retries: int = 0
     unparseable: Unparseable = "mask"
     session_id: str = ""
+    policy_prices: Prices | None = None  # what the policy's tokens cost (its profile's price table)
 
 
 @dataclass
@@ -61,6 +64,13 @@ class Attempt:
     episode: Episode | None = None
     verdict: Verdict | None = None
     recorded: bool = False
+    retried: list[AttemptRecord] = field(default_factory=list)  # the infra attempts before it, appended already
+
+    @property
+    def spent_usd(self) -> float:
+        """What this attempt and the retried ones before it cost, as far as it is priced."""
+        spending = spent([*self.retried, self.record])
+        return spending.policy.usd + spending.judge.usd
 
 
 def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Episode | None = None,
@@ -68,6 +78,10 @@ def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Ep
                    duration_s: float = 0.0) -> AttemptRecord:
     folder = episode.folder if episode is not None else None
     verdict = decision.verdict if decision is not None and outcome.valid else None
+    usage = episode.totals() if episode else {}
+    cost = {"policy": round(how.policy_prices.usd(usage), 8)} if how.policy_prices is not None and episode else {}
+    if decision is not None and decision.judge_usd is not None:
+        cost["judge"] = decision.judge_usd
     return AttemptRecord(
         run_id=how.run_dir.run_id, session=how.session_id, task_id=task.id, site=task.site,
         attempt=episode.attempt if episode is not None else 0,
@@ -77,7 +91,7 @@ def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Ep
         duration_s=round(duration_s, 3), verdict=verdict.model_dump(mode="json") if verdict else None,
         worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
         path=str(folder.relative_to(how.run_dir.path)) if folder is not None else None,
-        usage=episode.totals() if episode else {},
+        usage=usage, judge_usage=decision.judge_usage if decision else {}, cost_usd=cost,
     )
 
 
@@ -93,28 +107,31 @@ async def evaluate(task: Task, how: Evaluation) -> Attempt:
     began = time.monotonic()
     prepared = how.environment.prepare(task)
     episode: Episode | None = None  # the last attempt's, when a retry cannot start the runtime again
+    retried: list[AttemptRecord] = []
     for retry in range(how.infra_retries + 1):
         try:
             await _ready(how.runtime)  # a runtime that cannot exist here (Xvfb missing, say) raises NotRun
         except InfraError as exc:  # a part died while it started, every time
-            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
+            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode, retried=retried)
         number, folder = how.run_dir.attempt_dir(task.id)
         episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
         infra = episode.infra
         if infra is None or infra.kind in NOT_RETRIED or retry == how.infra_retries:
             break
-        how.run_dir.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
+        retried.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
+        how.run_dir.append(retried[-1])
     evidence = episode.evidence(prepared.task.goal)
     episode.infra = episode.infra or how.environment.blocked(evidence)
     if episode.infra is not None:
-        return Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode)
+        return Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode,
+                       retried=retried)
     decision = await decide(prepared.task, evidence, how.judge, how.unparseable)
     if decision.verdict is not None:
         episode.verdict = decision.verdict
         (folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
     record = attempt_record(how, task, decision.outcome, episode=episode, decision=decision,
                             duration_s=time.monotonic() - began)
-    return Attempt(record, episode, decision.verdict)
+    return Attempt(record, episode, decision.verdict, retried=retried)
 
 
 async def _ready(runtime: WorkerRuntime, starts: int = 3) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from webeval.outcomes.cost import Prices, charge, read_usage
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.redact import redact
 from webeval.outcomes.record import JudgeError
@@ -56,6 +57,7 @@ class Endpoint:
     timeout_s: float = 120.0
     retries: int = 2
     temperature: float | None = 0.0
+    prices: Prices | None = None  # what a call costs, from the judge's profile
 
     def client(self) -> openai.AsyncOpenAI:
         import openai
@@ -214,6 +216,8 @@ class ModelJudge:
         except (openai.APIResponseValidationError, ValueError) as exc:
             raise JudgeError(f"{where}: the response is not a chat completion ({_first_line(exc)})",
                              kind="schema") from None
+        usage = getattr(response, "usage", None)
+        charge(read_usage(usage.model_dump() if hasattr(usage, "model_dump") else usage), self.endpoint.prices)
         choices = getattr(response, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
         if message is None:

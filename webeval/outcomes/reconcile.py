@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel
 
@@ -13,6 +13,7 @@ from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
+from webeval.outcomes.spending import cost_lines, run_cost
 from webeval.tasks import Population
 
 
@@ -49,6 +50,7 @@ class Summary(BaseModel):
     usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
     conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
     epochs: dict[str, Any] = {}  # a K-epoch run's pass@1, pass@k, pass^k, flakiness and standard error
+    cost: dict[str, Any] = {}  # tokens and dollars spent, policy and judge apart, over every attempt (spending.py)
 
     @property
     def masked_total(self) -> int:
@@ -117,13 +119,9 @@ def reconcile(population: Population, records: list[AttemptRecord],
     for site in per_site.values():
         site.score = site.passed / site.n if site.n else 0.0
         site.interval_95 = score_interval(site.n, site.passed, site.failed)
-    usage: Counter[str] = Counter()
-    for record in final.values():
-        usage.update(record.usage)
     n = population.size
     completed = passed + failed
     final_outcomes = {tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids}
-    epoch_count = (conventions or {}).get(epochs.CONVENTION, "")
     return Summary(
         population=population.name,
         sha256=population.sha256,
@@ -143,11 +141,23 @@ def reconcile(population: Population, records: list[AttemptRecord],
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
         final=final_outcomes,
-        usage={key: round(value, 3) for key, value in sorted(usage.items())},
+        usage=_policy_usage(final.values()),
         conventions=conventions or {},
-        epochs=epochs.figures(final_outcomes, int(epoch_count)) if epoch_count.isdigit() and int(epoch_count) > 1
-        else {},
+        epochs=_epoch_figures(final_outcomes, conventions or {}),
+        cost=run_cost(population.ids, records, passed),
     )
+
+
+def _policy_usage(final: Iterable[AttemptRecord]) -> dict[str, float]:
+    usage: Counter[str] = Counter()
+    for record in final:
+        usage.update(record.usage)
+    return {key: round(value, 3) for key, value in sorted(usage.items())}
+
+
+def _epoch_figures(final_outcomes: dict[str, str], conventions: dict[str, str]) -> dict[str, Any]:
+    count = conventions.get(epochs.CONVENTION, "")
+    return epochs.figures(final_outcomes, int(count)) if count.isdigit() and int(count) > 1 else {}
 
 
 def counted(counts: dict[str, int | float]) -> str:
@@ -179,7 +189,7 @@ def summary_lines(summary: Summary) -> list[str]:
     lines += epochs.lines(summary.epochs)
     if any(summary.usage.values()):
         lines.append("  policy: " + counted(summary.usage))
-    return lines + site_lines(summary)
+    return lines + cost_lines(summary.cost) + site_lines(summary)
 
 
 def site_lines(summary: Summary) -> list[str]:
@@ -219,6 +229,8 @@ def summary_markdown(summary: Summary) -> str:
         rows += ["", "Missing: " + ", ".join(summary.missing)]
     if summary.epochs:
         rows += ["", *(line.strip() for line in epochs.lines(summary.epochs))]
+    if summary.cost:
+        rows += ["", *(line.strip() for line in cost_lines(summary.cost))]
     return "\n".join(rows) + "\n"
 
 

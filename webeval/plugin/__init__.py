@@ -8,13 +8,13 @@ import pytest
 
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary
-from webeval.plugin import browsers, epochs, progress, redaction, versions
+from webeval.plugin import browsers, cost_limit, epochs, progress, redaction, versions
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, describe
 
 _PARTS = (options, browsers, redaction, selection, rejudge, gate, policies, episode, outcome, suite, summary, allure,
-          progress, versions, epochs)
+          progress, versions, epochs, cost_limit)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from webeval.agent.environment import Prepared
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.record import NotRun
 from webeval.plugin.keys import ATTEMPT
 from webeval.policy.base import Policy
@@ -106,6 +107,11 @@ def policy_options(option, root: Path | None = None) -> PolicyOptions:
 def model_name() -> str | None:
     """The model this process's policy calls, as its profile resolved it."""
     return _OPTIONS.profile.model if _OPTIONS.profile is not None else None
+
+
+def prices() -> Prices | None:
+    """The price table of this process's model profile: what the policy's tokens cost."""
+    return _OPTIONS.profile.prices if _OPTIONS.profile is not None else None
 
 
 def recipe() -> dict[str, str]:

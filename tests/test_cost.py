@@ -1,0 +1,203 @@
+"""Cost: tokens per task and per run, policy and judge apart, cached and reasoning tokens included, priced by the
+profiles' tables; checked against totals computed by hand from the scripted endpoints' usage fields, through a real
+session (a model policy and a model judge on loopback, a real browser). `--cost-limit` stops starting tasks: the
+rest are missing, never failed, with and without xdist."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.openai_stub import OpenAIStub, Reply, text
+from tests.conftest import ROOT
+from webeval.benchmarks.miniwob.server import PageServer
+from webeval.outcomes.cost import Meter, Prices, read_usage
+from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.outcomes.spending import run_cost, spent
+
+EXAMPLE = ROOT / "docs" / "examples" / "tasks"
+POLICY_PRICES = {"input": 2.0, "cached_input": 0.5, "output": 8.0}  # US dollars per million tokens
+JUDGE_PRICES = {"input": 1.0, "cached_input": 0.25, "output": 4.0}
+# Each policy call: 1000 prompt tokens (600 of them cached), 200 completion tokens (150 of them reasoning).
+POLICY_CALL_USD = ((1000 - 600) * 2.0 + 600 * 0.5 + 200 * 8.0) / 1e6  # 0.0027
+# Each judge call: 3000 prompt tokens (1000 cached), 100 completion tokens (40 reasoning).
+JUDGE_CALL_USD = ((3000 - 1000) * 1.0 + 1000 * 0.25 + 100 * 4.0) / 1e6  # 0.00265
+
+
+def test_usage_is_read_off_either_apis_reply():
+    chat = {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200,
+            "prompt_tokens_details": {"cached_tokens": 600, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 150}}
+    responses = {"input_tokens": 1000, "output_tokens": 200, "input_tokens_details": {"cached_tokens": 600},
+                 "output_tokens_details": {"reasoning_tokens": 150}}
+    expected = {"prompt_tokens": 1000, "completion_tokens": 200, "cached_tokens": 600, "reasoning_tokens": 150}
+    assert read_usage(chat) == read_usage(responses) == expected
+    assert read_usage({"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": None}) == {
+        "prompt_tokens": 5, "completion_tokens": 1}
+    assert read_usage(None) == {} and read_usage({"prompt_tokens": True}) == {}
+
+
+def test_a_price_table_prices_cached_input_apart_and_reasoning_as_output():
+    usage = read_usage({"prompt_tokens": 1000, "completion_tokens": 200,
+                        "prompt_tokens_details": {"cached_tokens": 600},
+                        "completion_tokens_details": {"reasoning_tokens": 150}})
+    assert Prices(**POLICY_PRICES).usd(usage) == pytest.approx(POLICY_CALL_USD)
+    assert Prices(input=2.0, output=8.0).usd(usage) == pytest.approx((1000 * 2.0 + 200 * 8.0) / 1e6)
+    with pytest.raises(ValueError):
+        Prices(input=-1, output=1)
+
+
+def test_a_meter_with_an_unpriced_call_has_no_dollar_figure():
+    meter = Meter()
+    meter.add({"prompt_tokens": 10}, Prices(input=1, output=1))
+    assert meter.usd == pytest.approx(1e-5)
+    meter.add({"prompt_tokens": 10}, None)
+    assert meter.usd is None and meter.usage() == {"prompt_tokens": 20}
+
+
+def test_a_rejudged_record_repeats_no_policy_tokens_and_adds_its_judgement():
+    first = AttemptRecord(run_id="r", task_id="T--1", outcome=Outcome.failed, path="tasks/T--1/attempt-1",
+                          usage={"prompt_tokens": 100}, judge_usage={"prompt_tokens": 10},
+                          cost_usd={"policy": 0.5, "judge": 0.1})
+    again = first.model_copy(update={"judge_usage": {"prompt_tokens": 20}, "cost_usd": {"policy": 0.5, "judge": 0.2},
+                                     "outcome": Outcome.passed, "extra": {"rejudge": True}})
+    retried = AttemptRecord(run_id="r", task_id="T--2", outcome=Outcome.infra_error, path="tasks/T--2/attempt-1",
+                            usage={"prompt_tokens": 50}, cost_usd={"policy": 0.25})
+    spending = spent([first, again, retried])
+    assert spending.policy.tokens["prompt_tokens"] == 150 and spending.policy.usd == pytest.approx(0.75)
+    assert spending.judge.tokens["prompt_tokens"] == 30 and spending.judge.usd == pytest.approx(0.3)
+    cost = run_cost(["T--1", "T--2", "T--3"], [first, again, retried], passed=1)
+    assert cost["usd"] == pytest.approx(1.05) and cost["usd_per_success"] == pytest.approx(1.05)
+    assert cost["tasks"] == pytest.approx({"T--1": 0.8, "T--2": 0.25}) and cost["usd_per_task"] == pytest.approx(0.525)
+
+
+# --- a real session ------------------------------------------------------------------------------------------------
+
+def policy_reply(request: dict) -> Reply:
+    goal = json.dumps(request.get("messages", []))
+    answer = "4.50" if "Sencha" in goal else "done"
+    return Reply(tool_calls=[("terminate", json.dumps({"status": "success", "answer": answer}))],
+                 usage=(1000, 200), cached_tokens=600, reasoning_tokens=150)
+
+
+def judge_reply(request: dict) -> Reply:
+    return Reply(content='{"reasoning": "the basket shows Assam", "verdict": "SUCCESS"}', usage=(3000, 100),
+                 cached_tokens=1000, reasoning_tokens=40)
+
+
+def write_profiles(folder: Path, policy: OpenAIStub, judge: OpenAIStub | None) -> list[str]:
+    prices = lambda table: "[prices]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())  # noqa: E731
+    (folder / "policy.toml").write_text(f'base_url = "{policy.base_url}"\nmodel = "stub-model"\n'
+                                        + prices(POLICY_PRICES))
+    options = ["--policy", "openai", "--policy-profile", str(folder / "policy.toml")]
+    if judge is not None:
+        (folder / "judge.toml").write_text(f'base_url = "{judge.base_url}"\nmodel = "stub-model"\n'
+                                           + prices(JUDGE_PRICES))
+        options += ["--judge-profile", str(folder / "judge.toml")]
+    return options
+
+
+def task_file(path: Path, origin: str, answers: int, rubric: bool) -> Path:
+    rows = {row["id"]: row for row in (json.loads(line) for line in (EXAMPLE / "tasks.jsonl").read_text().replace(
+        "http://127.0.0.1:8000", origin).splitlines() if line.strip())}
+    sencha = {k: v for k, v in rows["sencha-price"].items() if k != "solution"}
+    chosen = [{**sencha, "id": f"sencha-{i}"} for i in range(answers)]
+    if rubric:
+        assam = {k: v for k, v in rows["two-assam"].items() if k not in ("page", "solution")}
+        chosen.append({**assam, "id": "assam-rubric", "rubric": ["The basket holds Assam"]})
+    path.write_text("".join(json.dumps(row) + "\n" for row in chosen), encoding="utf-8")
+    return path
+
+
+def session(args: list[str], run_dir: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suites/tasks", *args,
+                           "--run-dir", str(run_dir)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_runs_tokens_and_cost_are_the_hand_computed_totals(tmp_path):
+    run_dir = tmp_path / "run"
+    with PageServer(EXAMPLE) as site, OpenAIStub(policy_reply) as policy, OpenAIStub(judge_reply) as judge:
+        options = write_profiles(tmp_path, policy, judge)
+        done = session(["-p", "no:xdist", "--tasks-file", str(task_file(tmp_path / "t.jsonl", site.origin, 2, True)),
+                        *options], run_dir)
+        policy_calls = sum(1 for path in policy.paths if path.endswith("/chat/completions"))
+        judge_calls = sum(1 for path in judge.paths if path.endswith("/chat/completions"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (policy_calls, judge_calls) == (3, 1)  # one terminate per task; the rubric task's one judgement
+    records = {r["task_id"]: r for r in lines_of(run_dir / "results.jsonl")}
+    for record in records.values():
+        assert record["usage"]["prompt_tokens"] == 1000 and record["usage"]["cached_tokens"] == 600
+        assert record["usage"]["reasoning_tokens"] == 150 and record["usage"]["completion_tokens"] == 200
+        assert record["cost_usd"]["policy"] == pytest.approx(POLICY_CALL_USD)
+    rubric = records["assam-rubric"]
+    assert rubric["judge_usage"] == {"prompt_tokens": 3000, "cached_tokens": 1000, "completion_tokens": 100,
+                                     "reasoning_tokens": 40}
+    assert rubric["cost_usd"]["judge"] == pytest.approx(JUDGE_CALL_USD)
+    assert rubric["verdict"]["usage"] == rubric["judge_usage"]  # the verdict carries its calls' usage
+    assert rubric["verdict"]["cost_usd"] == pytest.approx(JUDGE_CALL_USD)
+    assert "judge" not in records["sencha-0"]["cost_usd"]  # judged by its own verifier: no tokens, no judge cost
+    cost = json.loads((run_dir / "summary.json").read_text())["cost"]
+    total = 3 * POLICY_CALL_USD + JUDGE_CALL_USD
+    assert cost["policy"] == {"prompt_tokens": 3000, "cached_tokens": 1800, "completion_tokens": 600,
+                              "reasoning_tokens": 450, "usd": pytest.approx(3 * POLICY_CALL_USD)}
+    assert cost["judge"] == {"prompt_tokens": 3000, "cached_tokens": 1000, "completion_tokens": 100,
+                             "reasoning_tokens": 40, "usd": pytest.approx(JUDGE_CALL_USD)}
+    assert cost["usd"] == pytest.approx(total) and cost["usd_per_success"] == pytest.approx(total / 3)
+    assert cost["usd_per_task"] == pytest.approx(total / 3)
+    assert cost["tasks"]["assam-rubric"] == pytest.approx(POLICY_CALL_USD + JUDGE_CALL_USD)
+    assert f"  cost: ${total:.4f} (policy ${3 * POLICY_CALL_USD:.4f}, judge ${JUDGE_CALL_USD:.4f})" in done.stdout
+    allure = [json.loads(p.read_text()) for p in (run_dir / "allure-results").glob("*-result.json")]
+    shown = {r["name"]: {p["name"]: p["value"] for p in r.get("parameters", [])} for r in allure}
+    assert shown["assam-rubric"]["cost"] == (f"${POLICY_CALL_USD + JUDGE_CALL_USD:.4f} "
+                                             f"(policy ${POLICY_CALL_USD:.4f}, judge ${JUDGE_CALL_USD:.4f})")
+    assert f"cost=${total:.4f}" in (run_dir / "allure-results" / "environment.properties").read_text()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_the_cost_limit_stops_starting_tasks_and_leaves_the_rest_missing(tmp_path, workers):
+    run_dir = tmp_path / "run"
+    tasks = 8
+    with PageServer(EXAMPLE) as site, OpenAIStub(policy_reply) as policy:
+        options = write_profiles(tmp_path, policy, None)
+        done = session([*(workers or ["-p", "no:xdist"]), "--tasks-file",
+                        str(task_file(tmp_path / "t.jsonl", site.origin, tasks, False)), *options,
+                        "--cost-limit", "0.005"], run_dir)  # reached by the second task ($0.0054)
+    output = done.stdout
+    assert done.returncode == 12, output[-3000:]  # incomplete, never failed
+    records = lines_of(run_dir / "results.jsonl")
+    assert {r["outcome"] for r in records} == {"passed"}
+    started = len(records)
+    # One process: exactly the two tasks it took to reach the limit. Two workers: each may have started one more
+    # while the controller was adding up the results that reached it.
+    assert started == 2 if not workers else 2 <= started <= 4, output[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["passed"], summary["failed"], len(summary["missing"])) == (started, 0, tasks - started)
+    assert summary["complete"] is False and summary["cost"]["usd"] == pytest.approx(started * POLICY_CALL_USD)
+    assert f"cost limit $0.0050 reached (${started * POLICY_CALL_USD:.4f} spent)" in output
+    assert f"did not complete (never started={tasks - started})" in output
+    assert not list(run_dir.glob(".cost-limit-reached.*"))  # the mark does not outlive its session
+    allure = [json.loads(p.read_text()) for p in (run_dir / "allure-results").glob("*-result.json")]
+    assert len(allure) == tasks and sum(r["status"] == "skipped" for r in allure) == tasks - started
+
+
+def test_a_cost_limit_without_a_price_table_is_refused_in_one_line(tmp_path):
+    with OpenAIStub(policy_reply) as policy:
+        (tmp_path / "policy.toml").write_text(f'base_url = "{policy.base_url}"\nmodel = "stub-model"\n')
+        done = session(["-p", "no:xdist", "--tasks-file", str(task_file(tmp_path / "t.jsonl", "http://127.0.0.1:9",
+                                                                          1, False)),
+                        "--policy", "openai", "--policy-profile", str(tmp_path / "policy.toml"),
+                        "--cost-limit", "1"], tmp_path / "run")
+    assert done.returncode == 4, done.stdout
+    assert "ERROR: --cost-limit needs the policy's price table: add [prices]" in done.stdout
+    assert not (tmp_path / "run" / "results.jsonl").exists()
