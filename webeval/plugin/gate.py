@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from webeval.outcomes.gate import Gate, decide
+from webeval.outcomes.comparison import ComparisonError, compare
+from webeval.outcomes.gate import GATE_PASSED, Gate, decide, decide_paired
 from webeval.outcomes.reconcile import Summary
+from webeval.outcomes.rundir import POPULATION
 
 GATE = pytest.StashKey[Gate]()
 VERDICT_LINE = pytest.StashKey[str]()
@@ -21,6 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gate-baseline", default=None, metavar="PATH",
                     help="a baseline summary.json: exit 10 when the score fell below it by more than the tolerance")
     group.addoption("--gate-tolerance", type=float, default=0.02, metavar="T", help="baseline tolerance (0.02)")
+    group.addoption("--gate-paired-baseline", default=None, metavar="DIR",
+                    help="a baseline run directory of the same population: exit 10 when this run is significantly "
+                         "worse than it, task by task (McNemar's exact test below --gate-alpha)")
+    group.addoption("--gate-alpha", type=float, default=0.05, metavar="A",
+                    help="the paired gate's significance level (0.05)")
     group.addoption("--allow-incomplete", action="store_true",
                     help="accept an incomplete run: no exit 12 for selected tasks that did not complete, and the gate "
                          "reads the score's lower bound (otherwise an incomplete run exits 11 at the gate)")
@@ -44,20 +51,34 @@ def pytest_configure(config: pytest.Config) -> None:
         value = getattr(option, name)
         if value is not None and not 0 <= value <= 1:
             raise pytest.UsageError(f"--{name.replace('_', '-')} {value}: must be between 0 and 1")
+    if not 0 < option.gate_alpha < 1:
+        raise pytest.UsageError(f"--gate-alpha {option.gate_alpha}: must be between 0 and 1, such as 0.05")
+    paired = option.gate_paired_baseline
+    if paired and not (Path(paired) / POPULATION).is_file():
+        raise pytest.UsageError(f"--gate-paired-baseline {paired}: not a run directory (no {POPULATION})")
     config.stash[GATE] = Gate(
         min_score=option.gate_min_score,
         baseline_score=baseline_score(option.gate_baseline) if option.gate_baseline else None,
         tolerance=option.gate_tolerance,
         allow_incomplete=option.allow_incomplete,
+        paired_baseline=paired,
+        alpha=option.gate_alpha,
     )
 
 
-def apply(session: pytest.Session, summary: Summary) -> None:
+def apply(session: pytest.Session, summary: Summary, run_dir: Path) -> None:
     """With a gate, the run's exit status is the gate's decision, not pytest's count of failed tests."""
     gate = session.config.stash.get(GATE, None)
     if gate is None or not gate.active:
         return
     status, line = decide(gate, summary)
+    if status == GATE_PASSED and gate.paired_baseline is not None:
+        scored = gate.min_score is not None or gate.baseline_score is not None
+        try:
+            status, paired = decide_paired(compare(gate.paired_baseline, run_dir), gate.alpha, gate.allow_incomplete)
+        except ComparisonError as exc:
+            status, paired = pytest.ExitCode.USAGE_ERROR, f"gate: --gate-paired-baseline: {exc}"
+        line = f"{line}; {paired}" if scored and status == GATE_PASSED else paired
     session.config.stash[VERDICT_LINE] = line
     if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         session.exitstatus = status
