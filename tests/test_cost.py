@@ -73,7 +73,9 @@ def test_a_rejudged_record_repeats_no_policy_tokens_and_adds_its_judgement():
     assert spending.judge.tokens["prompt_tokens"] == 30 and spending.judge.usd == pytest.approx(0.3)
     cost = run_cost(["T--1", "T--2", "T--3"], [first, again, retried], passed=1)
     assert cost["usd"] == pytest.approx(1.05) and cost["usd_per_success"] == pytest.approx(1.05)
-    assert cost["tasks"] == pytest.approx({"T--1": 0.8, "T--2": 0.25}) and cost["usd_per_task"] == pytest.approx(0.525)
+    assert cost["tasks"] == {"T--1": {"usd": pytest.approx(0.8), "policy_tokens": 100, "judge_tokens": 30},
+                             "T--2": {"usd": pytest.approx(0.25), "policy_tokens": 50, "judge_tokens": 0}}
+    assert cost["usd_per_task"] == pytest.approx(0.525)
 
 
 # --- a real session ------------------------------------------------------------------------------------------------
@@ -155,12 +157,15 @@ def test_a_runs_tokens_and_cost_are_the_hand_computed_totals(tmp_path):
                              "reasoning_tokens": 40, "usd": pytest.approx(JUDGE_CALL_USD)}
     assert cost["usd"] == pytest.approx(total) and cost["usd_per_success"] == pytest.approx(total / 3)
     assert cost["usd_per_task"] == pytest.approx(total / 3)
-    assert cost["tasks"]["assam-rubric"] == pytest.approx(POLICY_CALL_USD + JUDGE_CALL_USD)
+    assert cost["tasks"]["assam-rubric"] == {"usd": pytest.approx(POLICY_CALL_USD + JUDGE_CALL_USD),
+                                             "policy_tokens": 1200, "judge_tokens": 3100}
     assert f"  cost: ${total:.4f} (policy ${3 * POLICY_CALL_USD:.4f}, judge ${JUDGE_CALL_USD:.4f})" in done.stdout
     allure = [json.loads(p.read_text()) for p in (run_dir / "allure-results").glob("*-result.json")]
     shown = {r["name"]: {p["name"]: p["value"] for p in r.get("parameters", [])} for r in allure}
     assert shown["assam-rubric"]["cost"] == (f"${POLICY_CALL_USD + JUDGE_CALL_USD:.4f} "
                                              f"(policy ${POLICY_CALL_USD:.4f}, judge ${JUDGE_CALL_USD:.4f})")
+    assert shown["assam-rubric"]["tokens"] == ("policy prompt=1000, cached=600, completion=200, reasoning=150; "
+                                               "judge prompt=3000, cached=1000, completion=100, reasoning=40")
     assert f"cost=${total:.4f}" in (run_dir / "allure-results" / "environment.properties").read_text()
 
 

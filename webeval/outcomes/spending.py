@@ -76,7 +76,7 @@ def run_cost(task_ids: Iterable[str], records: list[AttemptRecord], passed: int)
     whole = spent(record for task_id in ids for record in by_task[task_id])
     if not whole.used:
         return {}
-    tasks = {task_id: spent(found).usd for task_id, found in by_task.items() if found}
+    tasks = {task_id: _task(spent(found)) for task_id, found in by_task.items() if found}
     total = whole.usd
     return {
         "policy": whole.policy.figures(), "judge": whole.judge.figures(), "usd": total,
@@ -84,6 +84,11 @@ def run_cost(task_ids: Iterable[str], records: list[AttemptRecord], passed: int)
         "usd_per_success": round(total / passed, 8) if total is not None and passed else None,
         "tasks": tasks,
     }
+
+
+def _task(spending: Spending) -> dict[str, Any]:
+    tokens = lambda side: int(side.tokens["prompt_tokens"] + side.tokens["completion_tokens"])  # noqa: E731
+    return {"usd": spending.usd, "policy_tokens": tokens(spending.policy), "judge_tokens": tokens(spending.judge)}
 
 
 def cost_lines(cost: dict[str, Any]) -> list[str]:
@@ -97,6 +102,16 @@ def cost_lines(cost: dict[str, Any]) -> list[str]:
               else "no success to divide by")) if cost["usd"] is not None else " (a side without a price table)"
     return [f"  cost: {usd(cost['usd'])} (policy {usd(cost['policy']['usd'])}, judge {usd(cost['judge']['usd'])})"
             + per, f"  tokens: {tokens}"]
+
+
+def record_tokens(record: AttemptRecord) -> str | None:
+    """One attempt's tokens as the report shows them: `policy prompt=1000, cached=600, ...; judge prompt=...`."""
+    sides = [(side, usage) for side, usage in (("policy", record.usage), ("judge", record.judge_usage))
+             if any(usage.get(key) for key in TOKENS)]
+    if not sides:
+        return None
+    return "; ".join(f"{side} " + ", ".join(f"{key.removesuffix('_tokens')}={int(usage.get(key, 0))}"
+                                            for key in TOKENS) for side, usage in sides)
 
 
 def record_cost(record: AttemptRecord) -> str | None:

@@ -30,7 +30,7 @@ from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import RunDir
-from webeval.outcomes.spending import cost_environment, record_cost
+from webeval.outcomes.spending import cost_environment, record_cost, record_tokens
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
 from webeval.report.categories import allure_status, status_message
@@ -159,9 +159,10 @@ def decorate(item: pytest.Item, result: Any) -> None:
                          Parameter(name="worker", value=record.worker if record else "main", excluded=True),
                          Parameter(name="attempt", value=str(record.attempt if record else 0), excluded=True),
                          Parameter(name="run id", value=run_dir.run_id, excluded=True)]
-    spent = record_cost(record) if record is not None else None
-    if spent is not None:
-        result.parameters.append(Parameter(name="cost", value=spent, excluded=True))
+    for name, shown in (("tokens", record_tokens), ("cost", record_cost)):
+        value = shown(record) if record is not None else None
+        if value is not None:
+            result.parameters.append(Parameter(name=name, value=value, excluded=True))
     if episode is not None:
         _add_steps(result, episode)
         _add_outcome(result, episode, verdict)
