@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel
 
 from webeval.outcomes import epochs
+from webeval.outcomes.cost import TOKENS
 from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
@@ -187,8 +188,9 @@ def summary_lines(summary: Summary) -> list[str]:
     if summary.failure_classes:
         lines.append("  failures: " + counted(summary.failure_classes))
     lines += epochs.lines(summary.epochs)
-    if any(summary.usage.values()):
-        lines.append("  policy: " + counted(summary.usage))
+    usage = {key: value for key, value in summary.usage.items() if not (summary.cost and key in TOKENS)}
+    if any(usage.values()):  # its tokens, when there are any, are on the cost lines
+        lines.append("  policy: " + counted(usage))
     return lines + cost_lines(summary.cost) + site_lines(summary)
 
 
