@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -153,6 +154,7 @@ def test_webeval_diff_prints_writes_json_and_refuses_another_population_in_one_l
     assert "difference -20.0%, 95% interval" in out and "McNemar's exact test: newly_passing=1, newly_failing=3, p=0.625" in out
     assert "  newly failing: Shop--0 (passed -> failed), Shop--1 (passed -> failed), News--0 (passed -> failed)" in out
     assert "  not comparable: News--3 (passed -> infra_error), Maps--1 (passed -> missing)" in out
+    assert not re.search(r"[0-9]+ failed|[0-9]+ passed, [0-9]+ failed", out)  # a log reader's count stays pytest's
     data = json.loads((tmp_path / "diff.json").read_text())
     assert data["counts"]["newly_failing"] == 3 and data["tasks"]["Maps--2"]["change"] == "newly_passing"
     assert data["mcnemar"]["p_value"] == pytest.approx(0.625) and data["bootstrap"]["resamples"] == RESAMPLES
