@@ -137,8 +137,7 @@ def compare(baseline_path, candidate_path) -> Comparison:
              for task_id in a.states}
     counts = Counter(task.change for task in tasks.values())
     comparable = [t for t, task in tasks.items() if task.change != "not_comparable"]
-    mean = lambda run: sum(run.states[t][1] for t in comparable) / len(comparable) if comparable else None  # noqa
-    before, after = mean(a), mean(b)
+    before, after = _mean(a, comparable), _mean(b, comparable)
     return Comparison(
         population=a.population.name.removesuffix(f" x{a.epochs} epochs"),
         sha256=a.population.sha256, baseline=a.side(), candidate=b.side(), tasks=tasks,
@@ -148,6 +147,10 @@ def compare(baseline_path, candidate_path) -> Comparison:
         mcnemar={"newly_passing": counts["newly_passing"], "newly_failing": counts["newly_failing"],
                  "p_value": mcnemar_exact(counts["newly_passing"], counts["newly_failing"]), "method": MCNEMAR},
         bootstrap=_bootstrap(a, b, tasks, comparable), cost=_cost(a.side(), b.side()))
+
+
+def _mean(run: _Run, comparable: list[str]) -> float | None:
+    return sum(run.states[task_id][1] for task_id in comparable) / len(comparable) if comparable else None
 
 
 def _bootstrap(a: _Run, b: _Run, tasks: dict[str, TaskChange], comparable: list[str]) -> dict[str, Any]:
