@@ -1,7 +1,8 @@
 """Cost: tokens per task and per run, policy and judge apart, cached and reasoning tokens included, priced by the
 profiles' tables; checked against totals computed by hand from the scripted endpoints' usage fields, through a real
-session (a model policy and a model judge on loopback, a real browser). `--cost-limit` stops starting tasks: the
-rest are missing, never failed, with and without xdist."""
+session (a model policy and a model judge on loopback, a real browser). Every judge protocol's calls are counted,
+re-asks included, re-judging too, and a verdict from the cache costs nothing. `--cost-limit` stops starting tasks:
+the rest are missing, never failed, with and without xdist."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
 from tests.conftest import ROOT
+from tests.test_import_webvoyager import UPSTREAM, import_examples
+from tests.test_judge_protocols import TASK, attempt, webjudge_judge
+from tests.webvoyager_data import need_data
 from webeval.benchmarks.miniwob.server import PageServer
+from webeval.cli import main
+from webeval.judges.config import JudgeConfig, Judging
+from webeval.judges.decide import decide
+from webeval.judges.protocols.rubric import RELEVANCE_PROMPT
 from webeval.outcomes.cost import Meter, Prices, read_usage
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.spending import run_cost, spent
@@ -76,6 +84,105 @@ def test_a_rejudged_record_repeats_no_policy_tokens_and_adds_its_judgement():
     assert cost["tasks"] == {"T--1": {"usd": pytest.approx(0.8), "policy_tokens": 100, "judge_tokens": 30},
                              "T--2": {"usd": pytest.approx(0.25), "policy_tokens": 50, "judge_tokens": 0}}
     assert cost["usd_per_task"] == pytest.approx(0.525)
+
+
+# --- every judge protocol, through the one chat call ---------------------------------------------------------------
+
+JUDGE_CALL = {"prompt_tokens": 3000, "cached_tokens": 1000, "completion_tokens": 100, "reasoning_tokens": 40}
+DECIDING = {"webeval": '{"reasoning": "shown", "verdict": "SUCCESS"}', "webvoyager": "The list is shown.\n\nSUCCESS",
+            "webjudge": 'Thoughts: both hold.\nStatus: "success"',
+            "rubric": '{"facts": {"1.1": {"holds": true, "why": "shown"}}, "blocked": false}'}
+UNREAD = "I cannot tell from these screenshots."
+# Six screenshots: webjudge asks for its key points, scores each screenshot, then decides; rubric scores the five
+# before the last (more than it keeps), then rules. Every protocol's first deciding reply is unread and asked again.
+CALLS = {"webeval": 2, "webvoyager": 2, "webjudge": 1 + 6 + 2, "rubric": 5 + 2}
+
+
+def judge_script(protocol: str, unread: int = 1):
+    """The judge's replies, each with a judge call's usage; its first `unread` deciding replies have nothing
+    readable."""
+    left = [unread]
+
+    def reply(request: dict) -> Reply:
+        system = request["messages"][0]["content"]
+        if system.startswith("KP-SYSTEM"):
+            content = "Key Points: 1. vegan cookies"
+        elif system.startswith("IMAGE-SYSTEM") or system == RELEVANCE_PROMPT:
+            content = "**Reasoning**: the list.\n\n**Score**: 5"
+        elif left[0]:
+            left[0] -= 1
+            content = UNREAD
+        else:
+            content = DECIDING[protocol]
+        return Reply(content=content, usage=(3000, 100), cached_tokens=1000, reasoning_tokens=40)
+
+    return reply
+
+
+def priced_judging(stub: OpenAIStub, protocol: str) -> Judging:
+    return Judging(JudgeConfig(base_url=stub.base_url, model="judge-model", protocol=protocol, prompts=str(UPSTREAM),
+                               retries=0, cache=True, prices=Prices(**JUDGE_PRICES)))
+
+
+@pytest.mark.parametrize("protocol", ["webeval", pytest.param("webvoyager", marks=need_data), "webjudge", "rubric"])
+async def test_every_protocols_judge_calls_are_counted_re_asks_included_and_a_cached_verdict_costs_nothing(
+        tmp_path, protocol):
+    task = TASK.model_copy(update={"rubric": [["The list shows vegan cookies"]]}) if protocol == "rubric" else TASK
+    evidence = attempt(tmp_path / "a", count=6)
+    with OpenAIStub(judge_script(protocol), models=("judge-model",)) as stub:
+        if protocol == "webjudge":  # its prompt file is pinned by the test (see test_judge_protocols)
+            model = webjudge_judge(stub, tmp_path / "prompts", Prices(**JUDGE_PRICES))
+        else:
+            model = priced_judging(stub, protocol)
+        decision = await decide(task, evidence, model.judge)
+        calls = len(stub.requests)
+        again = await decide(task, evidence, model.judge)
+        await model.close()
+    assert decision.outcome is Outcome.passed and calls == CALLS[protocol]
+    assert decision.judge_usage == {key: calls * value for key, value in JUDGE_CALL.items()}
+    assert decision.judge_usd == pytest.approx(calls * JUDGE_CALL_USD)
+    assert decision.verdict.usage == decision.judge_usage
+    assert decision.verdict.cost_usd == pytest.approx(calls * JUDGE_CALL_USD)
+    if protocol == "webjudge":  # no cache in front of it here: judged again (read the first time), paid again
+        more = len(stub.requests) - calls
+        assert more == calls - 1 and again.judge_usage == {key: more * value for key, value in JUDGE_CALL.items()}
+        return
+    assert len(stub.requests) == calls and again.outcome is Outcome.passed  # the verdict came from the cache
+    assert (again.judge_usage, again.judge_usd, again.verdict.usage, again.verdict.cost_usd) == ({}, None, {}, None)
+
+
+async def test_a_judgement_that_fails_still_counts_the_replies_it_read(tmp_path):
+    with OpenAIStub(judge_script("webeval", unread=3), models=("judge-model",)) as stub:
+        judging = priced_judging(stub, "webeval")
+        decision = await decide(TASK, attempt(tmp_path / "a", count=2), judging.judge)
+        await judging.close()
+    assert (decision.outcome, decision.kind, decision.verdict) == (Outcome.judge_failed, "unparseable", None)
+    assert len(stub.requests) == 3 and decision.judge_usage == {key: 3 * v for key, v in JUDGE_CALL.items()}
+    assert decision.judge_usd == pytest.approx(3 * JUDGE_CALL_USD)
+
+
+@need_data
+def test_reverify_charges_each_judgement_and_the_cache_charges_nothing(tmp_path):
+    run = tmp_path / "run"
+    assert import_examples(run) == 0
+    with OpenAIStub(judge_script("webvoyager", unread=0), models=("judge-model",)) as stub:
+        (tmp_path / "judge.toml").write_text(f'base_url = "{stub.base_url}"\nmodel = "judge-model"\nretries = 0\n'
+                                             "[prices]\n" + "".join(f"{k} = {v}\n" for k, v in JUDGE_PRICES.items()))
+        reverify = ["reverify", str(run), "--judge-profile", str(tmp_path / "judge.toml"), "--judge-protocol",
+                    "webvoyager", "--judge-prompts", str(UPSTREAM)]
+        assert main(reverify) == 0
+        calls = len(stub.requests)
+        first = json.loads((run / "summary.json").read_text())["cost"]
+        assert main(reverify) == 0
+        assert len(stub.requests) == calls  # every verdict from the cache
+    second = json.loads((run / "summary.json").read_text())["cost"]
+    rejudged = [r for r in lines_of(run / "results.jsonl") if r["extra"].get("rejudge")]
+    assert calls == 15 and len(rejudged) == 30  # each of the 15 trajectories has an answer: one call each
+    assert [r["judge_usage"] for r in rejudged] == [JUDGE_CALL] * 15 + [{}] * 15
+    assert [r["cost_usd"].get("judge") for r in rejudged] == [pytest.approx(JUDGE_CALL_USD)] * 15 + [None] * 15
+    assert first["judge"] == {**{key: 15 * value for key, value in JUDGE_CALL.items()},
+                              "usd": pytest.approx(15 * JUDGE_CALL_USD)}
+    assert second["judge"] == first["judge"] and second["usd"] == pytest.approx(15 * JUDGE_CALL_USD)
 
 
 # --- a real session ------------------------------------------------------------------------------------------------

@@ -31,12 +31,10 @@ from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession
-from webeval.runtime.remote import RemoteSlot
-from webeval.runtime.slot import Slot
+from webeval.runtime.pool import AnySlot
 from webeval.tasks import Task
 
 PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
-AnySlot = Slot | RemoteSlot
 # Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
 WATCHDOG_MARGIN_S = 45.0
 NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
@@ -229,10 +227,10 @@ async def run_task(task: Task, slot: AnySlot, policy: PolicyFactory, judge: Judg
     """Run one task on `slot` to its attempt record, appended to the run directory's results.jsonl.
 
     `policy` makes each episode's policy (`webeval.oracle`, or a model's); `judge` reads the evidence; `environment`
-    is the benchmark's (where its sites are); `policy_prices` prices the policy's tokens. Without `run_dir` the attempt goes to a new folder under the system's
-    temporary directory (the record's `path` is relative to it: `record.run_id` names it). A slot that cannot start
-    here (no Xvfb, no Chromium) gives a not_run record; an exception while every part of the slot is alive is a bug
-    of the harness, and it is raised.
+    is the benchmark's (where its sites are); `policy_prices` prices the policy's tokens. Without `run_dir` the
+    attempt goes to a new folder under the system's temporary directory (the record's `path` is relative to it:
+    `record.run_id` names it). A slot that cannot start here (no Xvfb, no Chromium) gives a not_run record; an
+    exception while every part of the slot is alive is a bug of the harness, and it is raised.
     """
     folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir) if run_dir else _scratch_run_dir())
     folder.path.mkdir(parents=True, exist_ok=True)
