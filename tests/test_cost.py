@@ -1,8 +1,9 @@
 """Cost: tokens per task and per run, policy and judge apart, cached and reasoning tokens included, priced by the
 profiles' tables; checked against totals computed by hand from the scripted endpoints' usage fields, through a real
 session (a model policy and a model judge on loopback, a real browser). Every judge protocol's calls are counted,
-re-asks included, re-judging too, and a verdict from the cache costs nothing. `--cost-limit` stops starting tasks:
-the rest are missing, never failed, with and without xdist."""
+re-asks included, re-judging too, and a verdict from the cache costs nothing; an attempt retried after an
+infrastructure error is paid for too. `--cost-limit` stops starting tasks: the rest are missing, never failed, with
+and without xdist."""
 
 from __future__ import annotations
 
@@ -14,19 +15,27 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.openai_stub import OpenAIStub, Reply, text
+from fixtures.openai_stub import OpenAIStub, Reply, call, text
+from fixtures.sites.environment import OfflineSites
+from fixtures.sites.server import SiteServer
 from tests.conftest import ROOT
 from tests.test_import_webvoyager import UPSTREAM, import_examples
 from tests.test_judge_protocols import TASK, attempt, webjudge_judge
+from tests.test_slots import KillsItsBrowser, twelve_tasks
 from tests.webvoyager_data import need_data
+from webeval import Slot
+from webeval.agent.evaluate import Evaluation, evaluate
 from webeval.benchmarks.miniwob.server import PageServer
 from webeval.cli import main
 from webeval.judges.config import JudgeConfig, Judging
 from webeval.judges.decide import decide
 from webeval.judges.protocols.rubric import RELEVANCE_PROMPT
+from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.cost import Meter, Prices, read_usage
 from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.spending import run_cost, spent
+from webeval.policy.openai import HttpTransport, OpenAIPolicy, Profile, make_adapter
 
 EXAMPLE = ROOT / "docs" / "examples" / "tasks"
 POLICY_PRICES = {"input": 2.0, "cached_input": 0.5, "output": 8.0}  # US dollars per million tokens
@@ -183,6 +192,37 @@ def test_reverify_charges_each_judgement_and_the_cache_charges_nothing(tmp_path)
     assert first["judge"] == {**{key: 15 * value for key, value in JUDGE_CALL.items()},
                               "usd": pytest.approx(15 * JUDGE_CALL_USD)}
     assert second["judge"] == first["judge"] and second["usd"] == pytest.approx(15 * JUDGE_CALL_USD)
+
+
+async def test_an_attempt_retried_after_infrastructure_counts_in_what_its_task_spent(tmp_path):
+    """--infra-retries: the first attempt's Chromium is killed after two model calls; the retried attempt makes two
+    more. Both attempts' policy tokens are priced, and the task's spending (what --cost-limit adds up) holds both."""
+    def priced(reply: Reply) -> Reply:
+        reply.usage, reply.cached_tokens, reply.reasoning_tokens = (1000, 200), 600, 150
+        return reply
+
+    wait = call("computer", {"action": "wait", "seconds": 0})
+    script = [priced(wait), priced(wait), priced(wait), priced(call("terminate", {"status": "failure", "answer": ""}))]
+    run_dir = RunDir(tmp_path / "run")
+    with OpenAIStub(script) as stub, SiteServer() as server:
+        profile = Profile(base_url=stub.base_url, model="stub-model", retries=0, timeout_s=10)
+        async with Slot(1280, 720) as slot:
+            made: list = []
+
+            def policy(session, prepared):
+                model = OpenAIPolicy(profile, make_adapter(profile, (1280, 720), None),
+                                     lambda: HttpTransport(profile, "EMPTY"))
+                made.append(KillsItsBrowser(model, slot) if not made else model)
+                return made[-1]
+
+            how = Evaluation(slot=slot, run_dir=run_dir, judge=verifier_judge, policy=policy,
+                             environment=OfflineSites(server), infra_retries=1, policy_prices=Prices(**POLICY_PRICES))
+            done = await evaluate(twelve_tasks()[0], how)
+    [first] = run_dir.records()  # the retried attempt is appended as it is retried; the final one by the caller
+    assert (first.outcome, first.kind, done.record.attempt) == (Outcome.infra_error, "browser", 2), done.record
+    assert done.retried == [first.model_copy(update={"finished_at": ""})] and len(stub.requests) == 4
+    assert first.cost_usd == {"policy": pytest.approx(2 * POLICY_CALL_USD)} == done.record.cost_usd
+    assert done.spent_usd == pytest.approx(4 * POLICY_CALL_USD)
 
 
 # --- a real session ------------------------------------------------------------------------------------------------
