@@ -21,8 +21,10 @@ from scipy.stats import binomtest
 
 from tests.conftest import ROOT
 from webeval.cli import main
+from webeval.flags import option_strings
 from webeval.outcomes import epochs
 from webeval.outcomes.comparison import compare
+from webeval.outcomes.gate import ALLOW_INCOMPLETE, GATE_ALPHA, GATE_FLAGS
 from webeval.outcomes.record import AttemptRecord, FailureClass, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.significance import RESAMPLES, SEED, cluster_bootstrap, mcnemar_exact
@@ -184,6 +186,24 @@ def test_the_paired_gate_command_exits_1_only_for_a_run_significantly_worse(tmp_
     assert "the run is incomplete (1 of 12 tasks without a valid result)" in capsys.readouterr().out
     assert main(["gate", "--paired", str(a), str(holed), "--allow-incomplete"]) == 0
     assert "comparable=11" in capsys.readouterr().out
+    assert main(["gate", "--paired", str(a), str(worse), "--gate-alpha", "0.01"]) == 0  # p=0.0156 at a level of 1%
+    assert capsys.readouterr().out.endswith(f"McNemar p={p:.4g} >= 0.01\n")
+    assert main(["gate", "--paired", str(a), str(worse), "--gate-alpha", "1.5"]) == 2
+    assert capsys.readouterr().err == "webeval gate: error: --gate-alpha 1.5: must be between 0 and 1, such as 0.05\n"
+
+
+def test_the_paired_gate_command_takes_the_sessions_own_gate_options():
+    """One declaration: `webeval gate` renders the session's --gate-alpha and --allow-incomplete; pytest, the
+    whole gate family (--cost-limit is among the run's options)."""
+    from tests.test_option_families import command_help, pytest_help
+    from tests.test_policy_options import help_options
+
+    prefixes = ("--gate", "--allow", "--cost")
+    command = help_options(command_help("gate"), prefixes)
+    session = help_options(pytest_help("suites/local"), prefixes)
+    assert command == option_strings((GATE_ALPHA, ALLOW_INCOMPLETE))
+    assert session == option_strings(GATE_FLAGS) | {"--cost-limit"}
+    assert {"--gate-paired-baseline", "--gate-alpha", "--gate-min-score"} <= option_strings(GATE_FLAGS)
 
 
 # --- real sessions: the paired gate option, and the diff as Allure categories --------------------------------------
@@ -208,7 +228,7 @@ import os
 from webeval.agent.evaluate import Attempt
 from webeval.outcomes.record import AttemptRecord, FailureClass, Outcome
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.episode import Unscored
+from webeval.plugin.episode_fixtures import Unscored
 from webeval.plugin.keys import ATTEMPT
 
 ENDINGS = json.loads(os.environ["LAB_ENDINGS"])

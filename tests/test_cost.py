@@ -7,8 +7,10 @@ and without xdist."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +18,6 @@ from pathlib import Path
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, text
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
 from tests.conftest import ROOT
 from tests.test_import_webvoyager import UPSTREAM, import_examples
 from tests.test_judge_protocols import TASK, attempt, webjudge_judge
@@ -25,6 +25,8 @@ from tests.test_slots import KillsItsBrowser, twelve_tasks
 from tests.webvoyager_data import need_data
 from webeval import Slot
 from webeval.agent.evaluate import Evaluation, evaluate
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.benchmarks.miniwob.server import PageServer
 from webeval.cli import main
 from webeval.judges.config import JudgeConfig, Judging
@@ -194,6 +196,19 @@ def test_reverify_charges_each_judgement_and_the_cache_charges_nothing(tmp_path)
     assert second["judge"] == first["judge"] and second["usd"] == pytest.approx(15 * JUDGE_CALL_USD)
 
 
+class DiesBeforeItsThirdCall(KillsItsBrowser):
+    """A model policy whose slot's Chromium is SIGKILLed at the third step, before the model is asked: the slot's
+    watch cancels the episode while it waits. A call cut off mid-reply would have tokens no one could read; killed
+    here, the attempt made exactly two calls, both answered and read."""
+
+    async def act(self, observation):
+        if observation.step == 3 and self.killed is None:
+            self.killed = self.slot.browser.browser_pid
+            os.kill(self.killed, signal.SIGKILL)
+            await asyncio.sleep(30)  # the watch looks every half second; past this, the next call fails the test
+        return await self.policy.act(observation)
+
+
 async def test_an_attempt_retried_after_infrastructure_counts_in_what_its_task_spent(tmp_path):
     """--infra-retries: the first attempt's Chromium is killed after two model calls; the retried attempt makes two
     more. Both attempts' policy tokens are priced, and the task's spending (what --cost-limit adds up) holds both."""
@@ -212,7 +227,7 @@ async def test_an_attempt_retried_after_infrastructure_counts_in_what_its_task_s
             def policy(session, prepared):
                 model = OpenAIPolicy(profile, make_adapter(profile, (1280, 720), None),
                                      lambda: HttpTransport(profile, "EMPTY"))
-                made.append(KillsItsBrowser(model, slot) if not made else model)
+                made.append(DiesBeforeItsThirdCall(model, slot) if not made else model)
                 return made[-1]
 
             how = Evaluation(slot=slot, run_dir=run_dir, judge=verifier_judge, policy=policy,
@@ -352,4 +367,14 @@ def test_a_cost_limit_without_a_price_table_is_refused_in_one_line(tmp_path):
                         "--cost-limit", "1"], tmp_path / "run")
     assert done.returncode == 4, done.stdout
     assert "ERROR: --cost-limit needs the policy's price table: add [prices]" in done.stdout
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("limit", [0, -2.5])
+def test_a_cost_limit_that_is_no_amount_is_refused_in_one_line(tmp_path, limit):
+    done = session(["-p", "no:xdist", "--tasks-file", str(task_file(tmp_path / "t.jsonl", "http://127.0.0.1:9", 1,
+                                                                    False)),
+                    "--policy", "oracle", "--cost-limit", str(limit)], tmp_path / "run")
+    assert done.returncode == 4, done.stdout
+    assert f"ERROR: --cost-limit {limit:g}: give a positive number of US dollars" in done.stdout
     assert not (tmp_path / "run" / "results.jsonl").exists()

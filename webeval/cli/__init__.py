@@ -8,9 +8,9 @@ import sys
 import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int` (the module's
-# name is the command's, but for `paired_gate`, whose command is `webeval gate`).
-COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile", "agreement",
-            "calibrate", "export", "split", "decompose", "imports")
+# name says what it does; `paired_gate` registers `webeval gate`, `profile_check` `webeval profile`).
+COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile_check",
+            "judge_agreement", "calibrate", "export", "split", "decompose", "imports")
 
 
 def build_parser() -> argparse.ArgumentParser:

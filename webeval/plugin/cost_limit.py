@@ -15,21 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from webeval.flags import OptionError, values_of
 from webeval.outcomes.cost import usd
 from webeval.plugin.allure import forget
 from webeval.plugin.keys import RUN_DIR, SESSION_ID, TASK, dry_run
 from webeval.plugin.outcome import COST_PROPERTY
-from webeval.plugin.policies import prices
+from webeval.plugin.policies import chosen
+from webeval.run_settings import RUN_FLAGS, cost_limit
 
 REACHED = pytest.StashKey[float]()  # what had been spent when the limit was reached
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("webeval")
-    group.addoption("--cost-limit", type=float, default=None, metavar="USD",
-                    help="start no further task once the session has spent this many US dollars (policy and judge, "
-                         "priced by their profiles' [prices]); the tasks not started are missing: the run is "
-                         "incomplete, never failed")
 
 
 def mark(config: pytest.Config) -> Path:
@@ -70,11 +64,12 @@ class Spent:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    limit = config.getoption("cost_limit", None)
+    try:
+        limit = cost_limit(values_of(config.option, RUN_FLAGS))
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if limit is None:
         return
-    if not limit > 0:
-        raise pytest.UsageError(f"--cost-limit {limit:g}: give a positive number of US dollars")
     if not hasattr(config, "workerinput") and not dry_run(config):
         config.pluginmanager.register(Spent(config, limit), "webeval-cost-limit")
 
@@ -82,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if config.getoption("cost_limit", None) is not None and config.option.policy == "openai" and prices() is None:
+    if config.option.cost_limit is not None and config.option.policy == "openai" and chosen(config).prices is None:
         raise pytest.UsageError("--cost-limit needs the policy's price table: add [prices] (input, cached_input, "
                                 "output: US dollars per million tokens) to its profile")
 
@@ -91,7 +86,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     """A task is not started once the limit is reached: no report, no record; it is missing."""
     config = item.config
-    if config.getoption("cost_limit", None) is None or TASK not in item.stash or not mark(config).exists():
+    if config.option.cost_limit is None or TASK not in item.stash or not mark(config).exists():
         return None
     forget(item)
     return True

@@ -1,0 +1,118 @@
+"""Running one task as one test: `verdict = await run_task(task)`, then the suite's test asserts the verdict.
+
+The fixture only maps what `evaluate()` (or, with `--rejudge DIR`, a re-judge of the stored evidence) returns: a
+valid verdict is handed to the test; any other outcome raises `Unscored`, and the report is decided from the
+attempt's record (webeval.plugin.outcome), whatever pytest flags such as --runxfail do with xfails.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+from typing import Awaitable, Callable, Iterator
+
+import pytest
+
+from webeval.agent.environment import Environment
+from webeval.agent.evaluate import Attempt, Evaluation, evaluate, rejudge
+from webeval.judges.decide import Judge
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
+from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.verdict import Verdict
+from webeval.plugin.browsers import make_runtime
+from webeval.plugin.keys import ATTEMPT, SESSION_ID
+from webeval.plugin.rejudge_selection import FINAL
+from webeval.plugin.options import Settings
+from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
+from webeval.tasks import Task
+
+# Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
+# judge's timeout and retries); this one is far past all of them together.
+LAST_RESORT_FACTOR, LAST_RESORT_S = 2, 1800
+NO_POLICY = ("no policy: pass --policy openai with --policy-base-url and --policy-model, "
+             "or --policy-profile PATH (see docs/models.md)")
+
+
+class Unscored(Exception):
+    """Raised by run_task for an attempt without a valid verdict; its record decides the test's report."""
+
+    def __init__(self, record: AttemptRecord) -> None:
+        super().__init__(record.reason)
+        self.record = record
+
+
+@pytest.fixture
+def webeval_environment() -> Environment:
+    """Suites with sites of their own override this."""
+    return Environment()
+
+
+@pytest.fixture
+def webeval_judge() -> Judge:
+    """Suites choose their judge by overriding this fixture."""
+
+    async def no_judge(task: Task, evidence: Evidence) -> Verdict:
+        raise JudgeError("this suite chose no judge", kind="config")
+
+    return no_judge
+
+
+@pytest.fixture(scope="session")
+async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
+    """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
+    runtime = make_runtime(pytestconfig, webeval_settings)
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+def _handed(item: pytest.Item, attempt: Attempt) -> Verdict:
+    item.stash[ATTEMPT] = attempt
+    if attempt.record.outcome.valid and attempt.verdict is not None:
+        return attempt.verdict
+    raise Unscored(attempt.record)
+
+
+@pytest.fixture
+def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval_run_dir: RunDir,
+             webeval_environment: Environment, webeval_judge: Judge) -> Iterator[Callable[[Task], Awaitable[Verdict]]]:
+    """`verdict = await run_task(task)`: the episode, its evidence and the judge's verdict (or, re-judging, the
+    verdict on the stored evidence: no display, no browser)."""
+    config = request.config
+    item = request.node
+    if config.option.rejudge:
+        async def run_again(task: Task) -> Verdict:
+            record = config.stash[FINAL][task.id]  # collection kept only tasks that have one
+            return _handed(item, await rejudge(task, record, webeval_run_dir, webeval_judge,
+                                               config.option.judge_unparseable))
+
+        yield run_again
+        return
+    if webeval_settings.policy is None:
+        # Every task would break the same way: stop after this one, with the one thing to do.
+        stop_session(item, NO_POLICY)
+        raise NotRun("no_policy", NO_POLICY)
+    how = Evaluation(
+        slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
+        policy=config.stash[EPISODE_POLICY],
+        environment=webeval_environment, budgets=webeval_settings.budgets,
+        settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
+        infra_retries=webeval_settings.infra_retries,
+        unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""),
+        policy_prices=chosen(config).prices)
+
+    async def run(task: Task) -> Verdict:
+        try:
+            return _handed(item, await evaluate(task, how))
+        except NotRun as exc:
+            if exc.kind in ("display", "browser"):  # no task can run on this machine: stop with the one thing to do
+                stop_session(item, exc.message)
+            raise
+
+    # The last resort, for an event loop that is itself blocked (no timer can fire): the worker process dumps its
+    # stacks and exits, xdist replaces it, and the task is recorded as infra[worker_crashed] by the controller.
+    faulthandler.dump_traceback_later(LAST_RESORT_FACTOR * webeval_settings.budgets.task_timeout_s + LAST_RESORT_S,
+                                      exit=True)
+    yield run
+    faulthandler.cancel_dump_traceback_later()
