@@ -370,11 +370,17 @@ def test_a_cost_limit_without_a_price_table_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "run" / "results.jsonl").exists()
 
 
-@pytest.mark.parametrize("limit", [0, -2.5])
-def test_a_cost_limit_that_is_no_amount_is_refused_in_one_line(tmp_path, limit):
+@pytest.mark.parametrize("given, message", [
+    (["--cost-limit", "0"], "--cost-limit 0: give a positive number of US dollars"),
+    (["--cost-limit", "-2.5"], "--cost-limit -2.5: give a positive number of US dollars"),
+    # counted as results are reported, a limit cannot hold tasks that slots start ahead of their reports
+    (["--cost-limit", "1", "--slots", "2"], "--cost-limit with --slots 2: the limit is counted as results are "
+                                            "reported, and slots start tasks ahead of them; use -n N"),
+])
+def test_a_cost_limit_it_cannot_keep_is_refused_in_one_line(tmp_path, given, message):
     done = session(["-p", "no:xdist", "--tasks-file", str(task_file(tmp_path / "t.jsonl", "http://127.0.0.1:9", 1,
                                                                     False)),
-                    "--policy", "oracle", "--cost-limit", str(limit)], tmp_path / "run")
+                    "--policy", "oracle", *given], tmp_path / "run")
     assert done.returncode == 4, done.stdout
-    assert f"ERROR: --cost-limit {limit:g}: give a positive number of US dollars" in done.stdout
+    assert f"ERROR: {message}" in done.stdout
     assert not (tmp_path / "run" / "results.jsonl").exists()
