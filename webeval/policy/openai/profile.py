@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from webeval.outcomes.cost import Prices
 from webeval.policy.openai.tool_names import check_tool_names
 from webeval.profiles import ProfileError, catalogue_path, find, read_profile_file, validate
 
@@ -209,6 +210,7 @@ class Profile(_Table):
     tool_names: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)  # server-specific parameters (top_k, chat_template_kwargs)
     recipe: Recipe | None = None
+    prices: Prices | None = None  # US dollars per million input, cached input and output tokens: the run's cost
 
     @model_validator(mode="before")
     @classmethod
@@ -311,8 +313,9 @@ TOKEN_ID_PARAMETERS = {"logprobs": True, "top_logprobs": 0, "return_tokens_as_to
                        "return_token_ids": True}
 
 
-# Where the model is served and how patiently it is waited for (and which model: a condition of its own).
-_TRANSPORT_FIELDS = {"base_url", "model", "api_key_env", "timeout_s", "retries", "backoff_s", "max_wait_s"}
+# Where the model is served, how patiently it is waited for and what it costs (and which model: a condition of its
+# own): not what it is sent or how its replies are read.
+_TRANSPORT_FIELDS = {"base_url", "model", "api_key_env", "timeout_s", "retries", "backoff_s", "max_wait_s", "prices"}
 
 
 def behaviour_digest(profile: Profile) -> str:
