@@ -1,0 +1,293 @@
+"""Rollouts across a real Ray cluster on this machine (`ray start --head` on 127.0.0.1 with 4 `browser` units): two
+actors of two slots each, the offline sites opened by each actor, an actor killed with SIGKILL in the middle of a
+batch, stragglers cut, an interrupted collection resumed, an endpoint that is down, and addresses where no Ray head
+answers."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import psutil
+import pytest
+import ray
+
+from fixtures.openai_stub import OpenAIStub, Reply, call
+from fixtures.sites.environment import OfflineSites
+from fixtures.sites.server import SiteServer
+from fixtures.tasks import local_population
+from tests.ray_head import ray_head
+from webeval.judges.verifier import verifier_judge
+from webeval.policy.oracle import oracle
+from webeval.policy.openai import Profile
+from webeval.rollouts import EngineSettings, RolloutRequest, RolloutStore, collect
+from webeval.rollouts.model_policies import ModelPolicies
+from webeval.rollouts.ray import LOST_ATTEMPTS, RayRollouts, collect_on_ray, connect, known_tasks
+from webeval.tasks import Task
+
+pytestmark = pytest.mark.xdist_group("ray")
+TASKS = {task.id: task for task in local_population()[1]}
+SHORT = [task.id for task in TASKS.values() if 2 <= len(task.solution or ()) <= 5]
+
+
+@dataclass
+class LocalTasks:
+    environment: OfflineSites
+    judge: object
+    by_id: dict[str, Task]
+
+    def task(self, task_id: str) -> Task:
+        return self.by_id[task_id]
+
+
+@asynccontextmanager
+async def offline_benchmark():
+    """Opened on each actor's node: the offline sites served there, judged there by their verifier."""
+    with SiteServer() as server:
+        yield LocalTasks(OfflineSites(server), verifier_judge, dict(TASKS))
+
+
+def oracle_for(request):
+    return oracle
+
+
+def oracle_policies():
+    return oracle_for
+
+
+class Stalling:
+    """The oracle, except that one rollout stalls for a long while at its second turn: a straggler."""
+
+    def __init__(self, policy, seconds: float) -> None:
+        self.policy, self.seconds = policy, seconds
+        self.name, self.model = policy.name, None
+
+    async def begin(self, task) -> None:
+        await self.policy.begin(task)
+
+    async def end(self) -> None:
+        await self.policy.end()
+
+    async def act(self, observation):
+        if observation.step == 2:
+            await asyncio.sleep(self.seconds)
+        return await self.policy.act(observation)
+
+
+def stalling_for(rollout_id: str, request):
+    if request.id == rollout_id:
+        return lambda session, prepared: Stalling(oracle(session, prepared), 300)
+    return oracle
+
+
+def stalling_policies(rollout_id: str):
+    return partial(stalling_for, rollout_id)
+
+
+def requests_for(task_ids: list[str], group: int) -> list[RolloutRequest]:
+    return [RolloutRequest(task_id=task_id, group_id=task_id, sample_index=index, seed=100 + index)
+            for task_id in task_ids for index in range(group)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with ray_head(browsers=4, cpus=2) as address:
+        connect(address)
+        try:
+            yield address
+        finally:
+            ray.shutdown()
+
+
+def pool(out: Path, policies=oracle_policies, **options) -> RayRollouts:
+    return RayRollouts(out, offline_benchmark, policies, EngineSettings(), slots_per_actor=2,
+                       check=known_tasks(TASKS), **options)
+
+
+def gone_within(pids: list[int], seconds: float) -> list[int]:
+    """The processes among `pids` still alive after `seconds`."""
+    processes = []
+    for pid in pids:
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=seconds)
+    return [process.pid for process in alive if process.status() != psutil.STATUS_ZOMBIE]
+
+
+def killer(router, victim, after: int, killed: dict):
+    """on_record: SIGKILL the victim actor's process once `after` records are in and it has rollouts in flight."""
+    seen = []
+
+    def on_record(record) -> None:
+        seen.append(record.rollout_id)
+        if not killed and len(seen) >= after and victim.in_flight > 0:
+            killed["in_flight"] = {flight.request.id for flight in router.flights.values() if flight.slot == victim.name}
+            os.kill(victim.pid, signal.SIGKILL)
+
+    return on_record
+
+
+async def test_forty_rollouts_on_two_actors_one_killed_midway_resubmitted_once_on_the_survivor(cluster, tmp_path):
+    requests = requests_for(SHORT[:10], group=4)
+    killed: dict = {}
+    async with pool(tmp_path, resubmit_lost=True) as router:
+        assert sorted(member.slots for member in router.members) == [2, 2]
+        victim, survivor = router.members
+        slot_processes = (await victim.handle.processes.remote())["children"]
+        assert slot_processes  # its own Xvfb and Chromium
+        batch = await asyncio.wait_for(collect(router, requests, on_record=killer(router, victim, 8, killed)), 900)
+    assert killed and not batch.rejected and not batch.not_started and batch.stopped is None
+    final = RolloutStore(tmp_path).records()
+    assert sorted(r.rollout_id for r in final) == sorted(r.id for r in requests)  # one record per rollout id
+    assert all((r.reward, r.mask_sample) == (1.0, False) for r in final), [r.failure_reason for r in final]
+    lost = RolloutStore(tmp_path, LOST_ATTEMPTS).records()
+    assert lost and {r.rollout_id for r in lost} <= killed["in_flight"]
+    for attempt in lost:
+        assert (attempt.mask_sample, attempt.reward, attempt.failure_kind) == (True, None, "node_lost"), attempt
+        assert victim.name in attempt.failure_reason and attempt.node == victim.node
+    resubmitted = {r.rollout_id: r for r in final if r.rollout_id in {a.rollout_id for a in lost}}
+    assert all(r.slot.startswith(survivor.name + "/") for r in resubmitted.values())
+    assert router.stats.resubmitted == len(lost) and victim.lost and survivor.lost is None
+    assert gone_within(slot_processes + [victim.pid], 15) == []  # its Xvfb and Chromium died with it
+    for record in final[:5]:  # screenshots stay on the node that took them: path under node_root, and sha256
+        for turn in record.turns:
+            shot = Path(record.node_root) / turn.image_refs[0].path
+            assert hashlib.sha256(shot.read_bytes()).hexdigest() == turn.image_refs[0].sha256
+    assert "base64" not in (tmp_path / "rollouts.jsonl").read_text()
+
+
+async def test_without_resubmission_the_rollouts_of_a_killed_actor_stay_masked_node_lost(cluster, tmp_path):
+    requests = requests_for(SHORT[:4], group=2)
+    killed: dict = {}
+    async with pool(tmp_path) as router:
+        victim, survivor = router.members
+        batch = await asyncio.wait_for(collect(router, requests, on_record=killer(router, victim, 1, killed)), 600)
+    records = {r.rollout_id: r for r in RolloutStore(tmp_path).records()}
+    assert sorted(records) == sorted(r.id for r in requests) and len(batch.records) == len(requests)
+    lost = [r for r in records.values() if r.failure_kind == "node_lost"]
+    assert lost and {r.rollout_id for r in lost} == killed["in_flight"]
+    assert all((r.mask_sample, r.reward) == (True, None) for r in lost)
+    assert all(r.reward == 1.0 for r in records.values() if r.failure_kind != "node_lost")
+    assert not (tmp_path / LOST_ATTEMPTS).exists()
+
+
+async def test_a_straggler_on_an_actor_is_cut_after_the_grace_its_evidence_kept_on_the_node(cluster, tmp_path):
+    requests = requests_for(SHORT[:4], group=1)
+    slow = requests[0].id
+    async with pool(tmp_path, policies=partial(stalling_policies, slow)) as router:
+        batch = await asyncio.wait_for(collect(router, requests, completion_threshold=0.75, grace_s=1.0), 300)
+        free = [await member.handle.stats.remote() for member in router.members]
+    records = {r.rollout_id: r for r in batch.records}
+    cut = records[slow]
+    assert (cut.mask_sample, cut.reward, cut.failure_kind) == (True, None, "cut"), cut
+    assert (Path(cut.node_root) / cut.attempt_path / "evidence.json").is_file()
+    assert all(records[r.id].reward == 1.0 for r in requests[1:])
+    assert [stats["free_slots"] for stats in free] == [2, 2]  # the cut rollout's slot was freed
+
+
+async def test_an_interrupted_collection_on_ray_resumes_with_each_rollout_once(cluster, tmp_path):
+    requests = requests_for(SHORT[:6], group=2)
+    interrupt = asyncio.Event()
+    first = await asyncio.wait_for(collect_on_ray(
+        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2,
+        on_record=lambda record: interrupt.set(), interrupted=interrupt), 600)
+    assert first.not_started and first.records
+    assert all(r.reward == 1.0 or (r.failure_kind, r.reward) == ("interrupted", None) for r in first.records)
+    second = await asyncio.wait_for(collect_on_ray(
+        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2), 600)
+    assert sorted(r.rollout_id for r in second.records) == sorted(r.id for r in first.not_started)
+    ids = [r.rollout_id for r in RolloutStore(tmp_path).records()]
+    assert sorted(ids) == sorted(r.id for r in requests)  # each once
+
+
+async def test_an_unknown_task_is_refused_on_the_head_and_the_others_run(cluster, tmp_path):
+    requests = [{"task_id": "Nowhere--1", "group_id": "g", "sample_index": 0, "seed": 1},
+                {"task_id": SHORT[0], "group_id": "g", "sample_index": 1, "seed": 1}]
+    batch = await asyncio.wait_for(collect_on_ray(
+        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2), 300)
+    assert [index for index, _ in batch.rejected] == [0] and "not a task" in batch.rejected[0][1]
+    assert [r.rollout_id for r in batch.records] == ["g.1"] and batch.records[0].reward == 1.0
+
+
+async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_with_one_line(cluster, tmp_path):
+    stub = OpenAIStub(lambda request: Reply(tool_calls=call("terminate", {"status": "success", "answer": "x"})
+                                            .tool_calls)).start()
+    base = stub.base_url
+    stub.stop()  # nothing listens there any more
+    profile = Profile(base_url=base, model="stub-model", retries=1, timeout_s=5, backoff_s=0)
+    requests = [RolloutRequest(task_id="Dictionary--2", group_id="g", sample_index=i, seed=i) for i in range(12)]
+    batch = await asyncio.wait_for(collect_on_ray(
+        cluster, tmp_path, offline_benchmark, partial(ModelPolicies, profile, (1280, 720)), requests,
+        task_ids=TASKS, slots_per_actor=2, settings=EngineSettings(stop_after=3)), 300)
+    assert batch.records and batch.not_started and len(batch.records) + len(batch.not_started) == 12
+    assert all(r.failure_kind == "infra_error[policy_unavailable]" and r.reward is None for r in batch.records)
+    assert batch.stopped and "connection" in batch.stopped.lower() and "\n" not in batch.stopped
+    assert not any(r.reward == 0 for r in RolloutStore(tmp_path).records())
+
+
+UNREACHABLE = textwrap.dedent("""
+    import asyncio, sys
+    from pathlib import Path
+    from webeval.rollouts.ray import RayUnreachable, collect_on_ray
+    try:
+        asyncio.run(collect_on_ray(sys.argv[1], Path(sys.argv[2]), None, None, [], connect_timeout_s=3))
+    except RayUnreachable as exc:
+        print(exc)
+        sys.exit(2)
+""")
+
+
+def collect_against(address: str, out: Path) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", UNREACHABLE, address, str(out)], capture_output=True, text=True,
+                          timeout=60)
+    return done, time.monotonic() - began
+
+
+@pytest.mark.parametrize("where, said", [
+    ("closed", "no Ray cluster answers at 127.0.0.1:{port} (connection refused within 3 s)"),
+    ("http", "answers, but not as a Ray head"),
+    ("silent", "no Ray cluster answers at 127.0.0.1:{port} (no answer within 3 s)"),
+    ("malformed", "is not HOST:PORT of a Ray head"),
+])
+def test_a_ray_address_where_no_head_answers_is_one_line_and_a_bounded_wait(where, said, tmp_path):
+    import socket
+    import http.server
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = None
+    if where == "closed":
+        listener.close()
+    elif where == "silent":
+        listener.listen(8)  # accepts, never answers
+    elif where == "http":
+        listener.close()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.BaseHTTPRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = "127.0.0.1" if where == "malformed" else f"127.0.0.1:{port}"
+    try:
+        done, took = collect_against(address, tmp_path)
+    finally:
+        listener.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stdout.count("\n") == 1 and said.format(port=port) in done.stdout, done.stdout
+    assert took < 20
+    assert not (tmp_path / "rollouts.jsonl").exists()
