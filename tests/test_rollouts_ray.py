@@ -1,7 +1,7 @@
-"""Rollouts across a real Ray cluster on this machine (`ray start --head` on 127.0.0.1 with 4 `browser` units): two
-actors of two slots each, the offline sites opened by each actor, an actor killed with SIGKILL in the middle of a
-batch, stragglers cut, an interrupted collection resumed, an endpoint that is down, and addresses where no Ray head
-answers."""
+"""Rollouts across a real Ray cluster on this machine: a head (`ray start --head` on 127.0.0.1) and a second node
+joined to it, two `browser` units each, so one actor of two slots on each node, each serving the offline sites itself.
+An actor killed with SIGKILL in the middle of a batch, a node that dies (its raylet killed), stragglers cut, an
+interrupted collection resumed, an endpoint that is down, and addresses where no Ray head answers."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from fixtures.openai_stub import OpenAIStub, Reply, call
 from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
-from tests.ray_head import ray_head
+from tests.ray_head import RayCluster
 from webeval.judges.verifier import verifier_judge
 from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
@@ -101,17 +101,20 @@ def requests_for(task_ids: list[str], group: int) -> list[RolloutRequest]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    with ray_head(browsers=4, cpus=2) as address:
-        connect(address)
-        try:
-            yield address
-        finally:
-            ray.shutdown()
+    nodes = RayCluster()
+    try:
+        nodes.start_head(browsers=2)
+        nodes.add_node(browsers=2)
+        connect(nodes.address)
+        yield nodes
+    finally:
+        ray.shutdown()
+        nodes.stop()
 
 
 def pool(out: Path, policies=oracle_policies, **options) -> RayRollouts:
-    return RayRollouts(out, offline_benchmark, policies, EngineSettings(), slots_per_actor=2,
-                       check=known_tasks(TASKS), **options)
+    """One actor per node, owning the node's two browsers."""
+    return RayRollouts(out, offline_benchmark, policies, EngineSettings(), check=known_tasks(TASKS), **options)
 
 
 def gone_within(pids: list[int], seconds: float) -> list[int]:
@@ -124,6 +127,11 @@ def gone_within(pids: list[int], seconds: float) -> list[int]:
             pass
     _, alive = psutil.wait_procs(processes, timeout=seconds)
     return [process.pid for process in alive if process.status() != psutil.STATUS_ZOMBIE]
+
+
+async def known_dead(node_id: str) -> None:
+    while any(node["NodeID"] == node_id and node["Alive"] for node in ray.nodes()):
+        await asyncio.sleep(0.5)
 
 
 def killer(router, victim, after: int, killed: dict):
@@ -153,10 +161,10 @@ async def test_forty_rollouts_on_two_actors_one_killed_midway_resubmitted_once_o
     assert sorted(r.rollout_id for r in final) == sorted(r.id for r in requests)  # one record per rollout id
     assert all((r.reward, r.mask_sample) == (1.0, False) for r in final), [r.failure_reason for r in final]
     lost = RolloutStore(tmp_path, LOST_ATTEMPTS).records()
-    assert lost and {r.rollout_id for r in lost} <= killed["in_flight"]
-    for attempt in lost:
+    assert lost and {r.rollout_id for r in lost} & killed["in_flight"]
+    for attempt in lost:  # in flight on the victim when it died (sent to it before its death was known, too)
         assert (attempt.mask_sample, attempt.reward, attempt.failure_kind) == (True, None, "node_lost"), attempt
-        assert victim.name in attempt.failure_reason and attempt.node == victim.node
+        assert attempt.slot == victim.name and attempt.node == victim.node and victim.name in attempt.failure_reason
     resubmitted = {r.rollout_id: r for r in final if r.rollout_id in {a.rollout_id for a in lost}}
     assert all(r.slot.startswith(survivor.name + "/") for r in resubmitted.values())
     assert router.stats.resubmitted == len(lost) and victim.lost and survivor.lost is None
@@ -168,19 +176,33 @@ async def test_forty_rollouts_on_two_actors_one_killed_midway_resubmitted_once_o
     assert "base64" not in (tmp_path / "rollouts.jsonl").read_text()
 
 
-async def test_without_resubmission_the_rollouts_of_a_killed_actor_stay_masked_node_lost(cluster, tmp_path):
+async def test_a_node_that_dies_masks_its_rollouts_node_lost_and_without_resubmission_they_stay_so(cluster, tmp_path):
     requests = requests_for(SHORT[:4], group=2)
     killed: dict = {}
-    async with pool(tmp_path) as router:
-        victim, survivor = router.members
-        batch = await asyncio.wait_for(collect(router, requests, on_record=killer(router, victim, 1, killed)), 600)
+    try:
+        async with pool(tmp_path) as router:
+            # not the node this driver joined through: that one's death would end the driver too
+            victim = next(member for member in router.members if member.node != ray.get_runtime_context().get_node_id())
+            slot_processes = (await victim.handle.processes.remote())["children"]
+
+            def node_dies(record) -> None:
+                if not killed and victim.in_flight > 0:
+                    killed["in_flight"] = {f.request.id for f in router.flights.values() if f.slot == victim.name}
+                    cluster.kill_node(victim.node)
+
+            batch = await asyncio.wait_for(collect(router, requests, on_record=node_dies), 600)
+    finally:  # the cluster as the other tests expect it: the dead node known dead, a new one in its place
+        await asyncio.wait_for(known_dead(victim.node), 120)
+        cluster.add_node(browsers=2)
     records = {r.rollout_id: r for r in RolloutStore(tmp_path).records()}
-    assert sorted(records) == sorted(r.id for r in requests) and len(batch.records) == len(requests)
+    assert killed and sorted(records) == sorted(r.id for r in requests) and len(batch.records) == len(requests)
     lost = [r for r in records.values() if r.failure_kind == "node_lost"]
-    assert lost and {r.rollout_id for r in lost} == killed["in_flight"]
-    assert all((r.mask_sample, r.reward) == (True, None) for r in lost)
+    # those in flight there, and any sent to it in the seconds before the cluster knew the node was gone
+    assert lost and {r.rollout_id for r in lost} & killed["in_flight"]
+    assert all((r.mask_sample, r.reward, r.node, r.slot) == (True, None, victim.node, victim.name) for r in lost)
     assert all(r.reward == 1.0 for r in records.values() if r.failure_kind != "node_lost")
     assert not (tmp_path / LOST_ATTEMPTS).exists()
+    assert gone_within(slot_processes + [victim.pid], 30) == []
 
 
 async def test_a_straggler_on_an_actor_is_cut_after_the_grace_its_evidence_kept_on_the_node(cluster, tmp_path):
@@ -201,12 +223,12 @@ async def test_an_interrupted_collection_on_ray_resumes_with_each_rollout_once(c
     requests = requests_for(SHORT[:6], group=2)
     interrupt = asyncio.Event()
     first = await asyncio.wait_for(collect_on_ray(
-        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2,
+        cluster.address, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS,
         on_record=lambda record: interrupt.set(), interrupted=interrupt), 600)
     assert first.not_started and first.records
     assert all(r.reward == 1.0 or (r.failure_kind, r.reward) == ("interrupted", None) for r in first.records)
     second = await asyncio.wait_for(collect_on_ray(
-        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2), 600)
+        cluster.address, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS), 600)
     assert sorted(r.rollout_id for r in second.records) == sorted(r.id for r in first.not_started)
     ids = [r.rollout_id for r in RolloutStore(tmp_path).records()]
     assert sorted(ids) == sorted(r.id for r in requests)  # each once
@@ -216,7 +238,7 @@ async def test_an_unknown_task_is_refused_on_the_head_and_the_others_run(cluster
     requests = [{"task_id": "Nowhere--1", "group_id": "g", "sample_index": 0, "seed": 1},
                 {"task_id": SHORT[0], "group_id": "g", "sample_index": 1, "seed": 1}]
     batch = await asyncio.wait_for(collect_on_ray(
-        cluster, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS, slots_per_actor=2), 300)
+        cluster.address, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS), 300)
     assert [index for index, _ in batch.rejected] == [0] and "not a task" in batch.rejected[0][1]
     assert [r.rollout_id for r in batch.records] == ["g.1"] and batch.records[0].reward == 1.0
 
@@ -229,8 +251,8 @@ async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_
     profile = Profile(base_url=base, model="stub-model", retries=1, timeout_s=5, backoff_s=0)
     requests = [RolloutRequest(task_id="Dictionary--2", group_id="g", sample_index=i, seed=i) for i in range(12)]
     batch = await asyncio.wait_for(collect_on_ray(
-        cluster, tmp_path, offline_benchmark, partial(ModelPolicies, profile, (1280, 720)), requests,
-        task_ids=TASKS, slots_per_actor=2, settings=EngineSettings(stop_after=3)), 300)
+        cluster.address, tmp_path, offline_benchmark, partial(ModelPolicies, profile, (1280, 720)), requests,
+        task_ids=TASKS, settings=EngineSettings(stop_after=3)), 300)
     assert batch.records and batch.not_started and len(batch.records) + len(batch.not_started) == 12
     assert all(r.failure_kind == "infra_error[policy_unavailable]" and r.reward is None for r in batch.records)
     assert batch.stopped and "connection" in batch.stopped.lower() and "\n" not in batch.stopped

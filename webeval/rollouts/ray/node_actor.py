@@ -108,7 +108,8 @@ class NodeRollouts:
         engine = self._engine()
         stats = engine.stats
         return {"name": self.name, "in_flight": stats.in_flight, "free_slots": engine.free_slots(),
-                "outcomes": dict(stats.outcomes), "steps": stats.steps, "busy_s": dict(stats.busy_s)}
+                "outcomes": dict(stats.outcomes), "steps": stats.steps, "busy_s": dict(engine.pool.busy_s),
+                "idle_fraction": engine.pool.idle_fraction()}
 
     async def processes(self) -> dict[str, Any]:
         """This actor's process and the processes its slots run (Xvfb, Chromium), by id."""

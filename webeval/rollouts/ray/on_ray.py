@@ -10,6 +10,7 @@ actor's screenshots lie under the head's folder.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable
@@ -90,17 +91,22 @@ class RayRollouts:
             raise EngineStopped(f"{len(pending)} of {len(handles)} Ray actors did not start within "
                                 f"{self.start_timeout_s:g} s: is the `{BROWSER}` resource held by another "
                                 "collection? (`ray status` shows it)")
-        members = []
+        members, died = [], []
         for name, started in starting.items():
             try:
                 info = started.result()
-            except RayActorError as exc:
+            except RayActorError as exc:  # its node died (or was dying as it was placed): the others go on
                 said = str(exc).strip().splitlines()
-                raise EngineStopped(f"the Ray actor {name} died as it started: {said[0] if said else exc!r}") from None
+                died.append(f"the Ray actor {name} died as it started: {said[0] if said else type(exc).__name__}")
+                continue
             if STOPPED in info:
                 raise EngineStopped(f"the Ray actor {name} cannot start: {info[STOPPED]}")
             members.append(Member(name, handles[name], info["node"], info["address"], info["slots"], info["folder"],
                                   info["pid"]))
+        if not members:
+            raise EngineStopped(f"no Ray actor started ({'; '.join(died)})")
+        for why in died:
+            warnings.warn(f"{why}; collecting on the {len(members)} others", stacklevel=2)
         return members
 
 
