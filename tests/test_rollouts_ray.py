@@ -57,6 +57,16 @@ async def offline_benchmark():
         yield LocalTasks(OfflineSites(server), verifier_judge, dict(TASKS))
 
 
+@asynccontextmanager
+async def stalling_on(node_id: str, marker: str):
+    """The offline benchmark, except that on one node opening it stalls (after saying so in a file)."""
+    if ray.get_runtime_context().get_node_id() == node_id:
+        Path(marker).write_text("opening")
+        await asyncio.sleep(300)
+    async with offline_benchmark() as tasks:
+        yield tasks
+
+
 def oracle_for(request):
     return oracle
 
@@ -203,6 +213,34 @@ async def test_a_node_that_dies_masks_its_rollouts_node_lost_and_without_resubmi
     assert all(r.reward == 1.0 for r in records.values() if r.failure_kind != "node_lost")
     assert not (tmp_path / LOST_ATTEMPTS).exists()
     assert gone_within(slot_processes + [victim.pid], 30) == []
+
+
+async def test_a_node_that_dies_as_its_actor_starts_leaves_the_others_to_collect(cluster, tmp_path):
+    doomed = next(node["NodeID"] for node in ray.nodes() if node["Alive"] and node["Resources"].get("browser")
+                  and node["NodeID"] != ray.get_runtime_context().get_node_id())
+    marker = tmp_path / "opening"
+    requests = requests_for(SHORT[:2], group=2)
+    rollouts = RayRollouts(tmp_path, partial(stalling_on, doomed, str(marker)), oracle_policies, EngineSettings(),
+                           check=known_tasks(TASKS))
+    try:
+        with pytest.warns(UserWarning, match=r"the Ray actor node-\w+-0 died as it started: .*; collecting on the 1 "
+                                             r"others"):
+            starting = asyncio.ensure_future(rollouts.__aenter__())
+            while not marker.exists():
+                assert not starting.done(), starting
+                await asyncio.sleep(0.2)
+            cluster.kill_node(doomed)
+            router = await asyncio.wait_for(starting, 120)
+        try:
+            assert [member.node for member in router.members] != [doomed] and len(router.members) == 1
+            batch = await asyncio.wait_for(collect(router, requests), 300)
+        finally:
+            await rollouts.__aexit__(None, None, None)
+    finally:
+        await asyncio.wait_for(known_dead(doomed), 120)
+        cluster.add_node(browsers=2)
+    assert sorted(r.rollout_id for r in batch.records) == sorted(r.id for r in requests)
+    assert all(r.reward == 1.0 for r in batch.records)
 
 
 async def test_a_straggler_on_an_actor_is_cut_after_the_grace_its_evidence_kept_on_the_node(cluster, tmp_path):

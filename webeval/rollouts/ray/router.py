@@ -23,7 +23,8 @@ from ray.exceptions import RayActorError
 
 from webeval.outcomes.redact import redact
 from webeval.rollouts.batch import INTERRUPT_GRACE_S
-from webeval.rollouts.engine import CUT, INTERRUPTED, NOT_STARTED, EndpointWatch, EngineStopped, Flight
+from webeval.rollouts.engine import (CUT, INTERRUPTED, NOT_STARTED, EndpointWatch, EngineStats, EngineStopped,
+                                     Flight)
 from webeval.rollouts.ray.node_actor import RECORD, REJECTED, STOPPED
 from webeval.rollouts.records import NODE_LOST, RolloutRecord, masked
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
@@ -49,17 +50,10 @@ class Member:
 
 
 @dataclass
-class RouterStats:
+class RouterStats(EngineStats):
     started_s: float = field(default_factory=time.monotonic)
-    outcomes: dict[str, int] = field(default_factory=dict)  # failure kind (or "passed") -> rollouts
-    steps: int = 0
-    lost_attempts: int = 0
-    resubmitted: int = 0
-
-    def count(self, record: RolloutRecord) -> None:
-        key = "passed" if record.outcome == "passed" else (record.failure_kind or record.outcome)
-        self.outcomes[key] = self.outcomes.get(key, 0) + 1
-        self.steps += record.steps
+    lost_attempts: int = 0  # rollouts that were in flight on an actor as it died
+    resubmitted: int = 0  # lost rollouts that were run again to a record of their own
 
 
 class RayRouter:
@@ -106,9 +100,11 @@ class RayRouter:
         if self.stopped:
             raise EngineStopped(self.stopped)
         flight = self.flights[request.id] = Flight(request, time.monotonic())
+        self.stats.in_flight += 1
         try:
             record = await self._fly(flight)
         finally:
+            self.stats.in_flight -= 1
             self.flights.pop(request.id, None)
         self.store.append(record)
         self.stats.count(record)
@@ -122,13 +118,15 @@ class RayRouter:
         if record.failure_kind != NODE_LOST or not self.resubmit_lost or not self._alive():
             return record
         lost, flight.slot = record, None
-        self.stats.resubmitted += 1
         try:
             record = await self._attempt(flight)
         except EngineStopped:  # nothing left to take it: the lost attempt is its record
             return lost
-        finally:
+        except asyncio.CancelledError:  # interrupted before it took a slot: a later collection runs it
             self.lost_store.append(lost)
+            raise
+        self.lost_store.append(lost)
+        self.stats.resubmitted += 1
         return record
 
     async def _attempt(self, flight: Flight) -> RolloutRecord:
