@@ -14,7 +14,6 @@ import sys
 import textwrap
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -23,38 +22,22 @@ import pytest
 import ray
 
 from fixtures.openai_stub import OpenAIStub, Reply, call
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from tests.ray_head import RayCluster
-from webeval.judges.verifier import verifier_judge
+from webeval.benchmarks import benchmark_setup, open_benchmark
+from webeval.cli import CommandError
+from webeval.cli.ray_collection import collect_suite_on_ray
 from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
 from webeval.rollouts import EngineSettings, RolloutRequest, RolloutStore, collect
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.rollouts.ray import LOST_ATTEMPTS, RayRollouts, collect_on_ray, connect, known_tasks
-from webeval.tasks import Task
 
 pytestmark = pytest.mark.xdist_group("ray")
-TASKS = {task.id: task for task in local_population()[1]}
+TASKS = {task.id: task for task in benchmark_setup("local").tasks}
 SHORT = [task.id for task in TASKS.values() if 2 <= len(task.solution or ()) <= 5]
-
-
-@dataclass
-class LocalTasks:
-    environment: OfflineSites
-    judge: object
-    by_id: dict[str, Task]
-
-    def task(self, task_id: str) -> Task:
-        return self.by_id[task_id]
-
-
-@asynccontextmanager
-async def offline_benchmark():
-    """Opened on each actor's node: the offline sites served there, judged there by their verifier."""
-    with SiteServer() as server:
-        yield LocalTasks(OfflineSites(server), verifier_judge, dict(TASKS))
+# How each actor opens the offline benchmark on its node (its sites served there, judged there by their verifiers):
+# what `--suite local` hands the actors.
+offline_benchmark = partial(open_benchmark, "local")
 
 
 @asynccontextmanager
@@ -151,7 +134,7 @@ def killer(router, victim, after: int, killed: dict):
     def on_record(record) -> None:
         seen.append(record.rollout_id)
         if not killed and len(seen) >= after and victim.in_flight > 0:
-            killed["in_flight"] = {flight.request.id for flight in router.flights.values() if flight.slot == victim.name}
+            killed["in_flight"] = {f.request.id for f in router.flights.values() if f.slot == victim.name}
             os.kill(victim.pid, signal.SIGKILL)
 
     return on_record
@@ -272,13 +255,19 @@ async def test_an_interrupted_collection_on_ray_resumes_with_each_rollout_once(c
     assert sorted(ids) == sorted(r.id for r in requests)  # each once
 
 
-async def test_an_unknown_task_is_refused_on_the_head_and_the_others_run(cluster, tmp_path):
+async def test_a_suite_collected_on_ray_refuses_an_unknown_task_on_the_head_and_runs_the_others(cluster, tmp_path):
     requests = [{"task_id": "Nowhere--1", "group_id": "g", "sample_index": 0, "seed": 1},
-                {"task_id": SHORT[0], "group_id": "g", "sample_index": 1, "seed": 1}]
-    batch = await asyncio.wait_for(collect_on_ray(
-        cluster.address, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS), 300)
+                {"task_id": SHORT[0], "group_id": "g", "sample_index": 1, "seed": 1},
+                {"task_id": SHORT[1], "group_id": "g", "sample_index": 2, "seed": 1}]
+    batch = await asyncio.wait_for(collect_suite_on_ray(cluster.address, "local", {}, requests, tmp_path), 300)
     assert [index for index, _ in batch.rejected] == [0] and "not a task" in batch.rejected[0][1]
-    assert [r.rollout_id for r in batch.records] == ["g.1"] and batch.records[0].reward == 1.0
+    assert sorted(r.rollout_id for r in batch.records) == ["g.1", "g.2"]
+    assert all(r.reward == 1.0 and r.node_root.startswith(str(tmp_path)) for r in batch.records)  # the oracle
+    with pytest.raises(CommandError, match=r"^benchmark 'nowhere' is unknown: use one of .*$"):
+        await collect_suite_on_ray(cluster.address, "nowhere", {}, requests, tmp_path / "bad")
+    with pytest.raises(CommandError, match=r"^--policy 'mystery' is unknown"):
+        await collect_suite_on_ray(cluster.address, "local", {"policy": "mystery"}, requests, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
 
 
 async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_with_one_line(cluster, tmp_path):
@@ -300,10 +289,11 @@ async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_
 UNREACHABLE = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
-    from webeval.rollouts.ray import RayUnreachable, collect_on_ray
+    from webeval.cli import CommandError
+    from webeval.cli.ray_collection import collect_suite_on_ray
     try:
-        asyncio.run(collect_on_ray(sys.argv[1], Path(sys.argv[2]), None, None, [], connect_timeout_s=3))
-    except RayUnreachable as exc:
+        asyncio.run(collect_suite_on_ray(sys.argv[1], "local", {}, [], Path(sys.argv[2]), connect_timeout_s=3))
+    except CommandError as exc:
         print(exc)
         sys.exit(2)
 """)

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import AsyncExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, AsyncContextManager, Callable
 
 import psutil
 
+from webeval.policy.choice import PolicyChoice
 from webeval.rollouts.engine import (EngineSettings, EngineStopped, PolicyFor, RolloutEngine, TaskSource,
                                      mark_cancelled)
+from webeval.rollouts.model_policies import ModelPolicies
 from webeval.rollouts.requests import RequestError, parse_request
 
 # How the benchmark is opened on a node: a picklable callable (a function importable there, or a functools.partial
@@ -28,6 +30,25 @@ BenchmarkOpener = Callable[[], AsyncContextManager[TaskSource]]
 PoliciesFactory = Callable[[], PolicyFor]
 
 RECORD, NOT_STARTED, STOPPED, REJECTED = "record", "not_started", "stopped", "rejected"  # what run() answers
+
+
+@dataclass(frozen=True)
+class ChosenPolicies:
+    """The policies the policy options chose, made on each node: a model endpoint through the engine's model
+    policies (token ids, each request's sampling and seed, the key from the node's own environment), or else the
+    choice's own factory (the oracle, recorded replies) for every request."""
+
+    choice: PolicyChoice
+    screen: tuple[int, int] = (1280, 720)
+    token_ids: bool = True
+    history: str = "append-only"
+
+    def __call__(self) -> PolicyFor:
+        choice = self.choice
+        if choice.name == "openai" and choice.profile is not None:
+            return ModelPolicies(choice.profile, self.screen, token_ids=self.token_ids, history=self.history)
+        factory = choice.factory(self.screen)
+        return lambda request: factory
 
 
 class NodeRollouts:

@@ -125,11 +125,12 @@ async def collect_on_ray(address: str, out: Path, opener: BenchmarkOpener, polic
                          resubmit_lost: bool = False, completion_threshold: float | None = None, grace_s: float = 0.0,
                          on_record: Callable[[RolloutRecord], None] | None = None,
                          interrupted: asyncio.Event | None = None,
-                         connect_timeout_s: float = CONNECT_TIMEOUT_S) -> Batch:
+                         connect_timeout_s: float | None = None) -> Batch:
     """`webeval rollouts collect --ray ADDRESS`: join the cluster (RayUnreachable, one line, within the bound), place
     the actors, collect the requests that have no record in `out`/rollouts.jsonl yet (resumable like the in-process
-    collection: no rollout twice), and end the actors. EngineStopped (one line) when the actors cannot start."""
-    connect(address, connect_timeout_s)
+    collection: no rollout twice), and end the actors. EngineStopped (one line) when the actors cannot start.
+    The connect bound is `connect_timeout_s` (default CONNECT_TIMEOUT_S)."""
+    connect(address, connect_timeout_s or CONNECT_TIMEOUT_S)
     requests = list(requests)
     done = RolloutStore(out).done()
     kept = [index for index, data in enumerate(requests) if _rollout_id(data) not in done]
