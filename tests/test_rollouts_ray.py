@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import http.server
 import os
 import signal
+import socket
 import subprocess
 import sys
-import textwrap
+import threading
 import time
 from contextlib import asynccontextmanager
 from functools import partial
@@ -26,6 +28,7 @@ from tests.ray_head import RayCluster
 from webeval.benchmarks import benchmark_setup, open_benchmark
 from webeval.cli import CommandError
 from webeval.cli.ray_collection import collect_suite_on_ray
+from webeval.policy.choice import PolicyChoice
 from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
 from webeval.rollouts import EngineSettings, RolloutRequest, RolloutStore, collect
@@ -33,6 +36,7 @@ from webeval.rollouts.model_policies import ModelPolicies
 from webeval.rollouts.ray import LOST_ATTEMPTS, RayRollouts, collect_on_ray, connect, known_tasks
 
 pytestmark = pytest.mark.xdist_group("ray")
+ROOT = Path(__file__).resolve().parents[1]
 TASKS = {task.id: task for task in benchmark_setup("local").tasks}
 SHORT = [task.id for task in TASKS.values() if 2 <= len(task.solution or ()) <= 5]
 # How each actor opens the offline benchmark on its node (its sites served there, judged there by their verifiers):
@@ -250,24 +254,39 @@ async def test_an_interrupted_collection_on_ray_resumes_with_each_rollout_once(c
     assert all(r.reward == 1.0 or (r.failure_kind, r.reward) == ("interrupted", None) for r in first.records)
     second = await asyncio.wait_for(collect_on_ray(
         cluster.address, tmp_path, offline_benchmark, oracle_policies, requests, task_ids=TASKS), 600)
-    assert sorted(r.rollout_id for r in second.records) == sorted(r.id for r in first.not_started)
-    ids = [r.rollout_id for r in RolloutStore(tmp_path).records()]
-    assert sorted(ids) == sorted(r.id for r in requests)  # each once
+    again = [r.id for r in first.not_started] + [r.rollout_id for r in first.records if r.failure_kind]
+    assert sorted(r.rollout_id for r in second.records) == sorted(again)  # nothing that ended runs twice
+    final = RolloutStore(tmp_path).final()
+    assert sorted(final) == sorted(r.id for r in requests) and all(r.reward == 1.0 for r in final.values())
 
 
 async def test_a_suite_collected_on_ray_refuses_an_unknown_task_on_the_head_and_runs_the_others(cluster, tmp_path):
     requests = [{"task_id": "Nowhere--1", "group_id": "g", "sample_index": 0, "seed": 1},
                 {"task_id": SHORT[0], "group_id": "g", "sample_index": 1, "seed": 1},
                 {"task_id": SHORT[1], "group_id": "g", "sample_index": 2, "seed": 1}]
-    batch = await asyncio.wait_for(collect_suite_on_ray(cluster.address, "local", {}, requests, tmp_path), 300)
+    oracle_choice = PolicyChoice.from_values({"policy": "oracle"})
+    batch = await asyncio.wait_for(
+        collect_suite_on_ray(cluster.address, "local", {}, oracle_choice, requests, tmp_path), 300)
     assert [index for index, _ in batch.rejected] == [0] and "not a task" in batch.rejected[0][1]
     assert sorted(r.rollout_id for r in batch.records) == ["g.1", "g.2"]
-    assert all(r.reward == 1.0 and r.node_root.startswith(str(tmp_path)) for r in batch.records)  # the oracle
+    assert all(r.reward == 1.0 and r.node_root.startswith(str(tmp_path)) for r in batch.records)
     with pytest.raises(CommandError, match=r"^benchmark 'nowhere' is unknown: use one of .*$"):
-        await collect_suite_on_ray(cluster.address, "nowhere", {}, requests, tmp_path / "bad")
-    with pytest.raises(CommandError, match=r"^--policy 'mystery' is unknown"):
-        await collect_suite_on_ray(cluster.address, "local", {"policy": "mystery"}, requests, tmp_path / "bad")
+        await collect_suite_on_ray(cluster.address, "nowhere", {}, oracle_choice, requests, tmp_path / "bad")
+    with pytest.raises(CommandError, match=r"^no policy: pass --policy"):
+        await collect_suite_on_ray(cluster.address, "local", {}, PolicyChoice(), requests, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_command_collects_a_suite_on_the_cluster_with_its_screens_on_the_nodes(cluster, tmp_path):
+    out = tmp_path / "out"
+    done = webeval("rollouts", "collect", "--suite", "local", "--task-id", SHORT[0], "--task-id", SHORT[1],
+                   "--group-size", "2", "--out", str(out), "--ray", cluster.address, "--resubmit-lost")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rollouts complete: rollouts=4, scored=4, masked=0, mean_reward=1.000" in done.stdout
+    records = RolloutStore(out).records()
+    assert len(records) == 4 and len({r.node for r in records}) >= 1
+    assert all(Path(r.node_root).parent == out.resolve() / "nodes" and (Path(r.node_root) / r.attempt_path).is_dir()
+               for r in records)
 
 
 async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_with_one_line(cluster, tmp_path):
@@ -286,37 +305,18 @@ async def test_an_endpoint_that_is_down_masks_rollouts_on_every_actor_and_stops_
     assert not any(r.reward == 0 for r in RolloutStore(tmp_path).records())
 
 
-UNREACHABLE = textwrap.dedent("""
-    import asyncio, sys
-    from pathlib import Path
-    from webeval.cli import CommandError
-    from webeval.cli.ray_collection import collect_suite_on_ray
-    try:
-        asyncio.run(collect_suite_on_ray(sys.argv[1], "local", {}, [], Path(sys.argv[2]), connect_timeout_s=3))
-    except CommandError as exc:
-        print(exc)
-        sys.exit(2)
-""")
-
-
-def collect_against(address: str, out: Path) -> tuple[subprocess.CompletedProcess, float]:
-    began = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", UNREACHABLE, address, str(out)], capture_output=True, text=True,
-                          timeout=60)
-    return done, time.monotonic() - began
+def webeval(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webeval.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 @pytest.mark.parametrize("where, said", [
-    ("closed", "no Ray cluster answers at 127.0.0.1:{port} (connection refused within 3 s)"),
+    ("closed", "no Ray cluster answers at 127.0.0.1:{port} (connection refused): start one with `ray start --head"),
     ("http", "answers, but not as a Ray head"),
-    ("silent", "no Ray cluster answers at 127.0.0.1:{port} (no answer within 3 s)"),
+    ("silent", "no Ray cluster answers at 127.0.0.1:{port} (no answer within 10 s)"),
     ("malformed", "is not HOST:PORT of a Ray head"),
 ])
 def test_a_ray_address_where_no_head_answers_is_one_line_and_a_bounded_wait(where, said, tmp_path):
-    import socket
-    import http.server
-    import threading
-
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
@@ -330,14 +330,30 @@ def test_a_ray_address_where_no_head_answers_is_one_line_and_a_bounded_wait(wher
         server = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.BaseHTTPRequestHandler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
     address = "127.0.0.1" if where == "malformed" else f"127.0.0.1:{port}"
+    out = tmp_path / "out"
+    began = time.monotonic()
     try:
-        done, took = collect_against(address, tmp_path)
+        done = webeval("rollouts", "collect", "--suite", "local", "--out", str(out), "--ray", address, timeout=120)
     finally:
         listener.close()
         if server is not None:
             server.shutdown()
             server.server_close()
+    took = time.monotonic() - began
     assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stdout.count("\n") == 1 and said.format(port=port) in done.stdout, done.stdout
-    assert took < 20
-    assert not (tmp_path / "rollouts.jsonl").exists()
+    assert done.stderr.startswith("webeval rollouts: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert said.format(port=port) in done.stderr and not done.stdout
+    assert took < 40  # the connect bound is 10 s; the rest is the interpreter and the command's imports
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--slots", "4"], "--slots does not go with --ray"),
+    (["--resubmit-lost"], "--resubmit-lost goes with --ray"),
+])
+def test_options_that_do_not_go_with_ray_are_one_line(args, said, tmp_path):
+    if "--slots" in args:
+        args = [*args, "--ray", "127.0.0.1:1"]  # refused before any connection is tried
+    done = webeval("rollouts", "collect", "--suite", "local", "--out", str(tmp_path / "out"), *args, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

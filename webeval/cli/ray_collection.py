@@ -10,47 +10,62 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from webeval.benchmarks import benchmark_setup, open_benchmark
 from webeval.cli import CommandError
-from webeval.flags import OptionError
+from webeval.flags import Flag, OptionError
 from webeval.policy.choice import PolicyChoice, check_policy
 from webeval.rollouts import Batch, EngineSettings, EngineStopped, RolloutRecord, RolloutRequest
 
 RAY_MISSING = "--ray needs Ray on every node: pip install 'pytest-webeval[ray]'"
+RAY_FLAGS = (
+    Flag("--ray", metavar="ADDRESS",
+         help="collect on the Ray cluster whose head is at ADDRESS (HOST:PORT, or auto): an actor on each node runs "
+              "as many slots as the node's `browser` resource (docs/training.md)"),
+    Flag("--resubmit-lost", action="store_true",
+         help="with --ray: run a rollout lost with its node (masked node_lost) once more on another node"),
+)
 
 
-async def collect_suite_on_ray(address: str, suite: str, values: Mapping[str, Any],
-                               requests: Iterable[RolloutRequest | dict], out: Path, *,
-                               settings: EngineSettings = EngineSettings(), token_ids: bool = True,
-                               slots_per_actor: int | None = None, resubmit_lost: bool = False,
-                               completion_threshold: float | None = None, grace_s: float = 0.0,
-                               on_record: Callable[[RolloutRecord], None] | None = None,
-                               interrupted: asyncio.Event | None = None, root: Path | None = None,
-                               connect_timeout_s: float | None = None) -> Batch:
-    """`webeval rollouts collect --suite SPEC --ray ADDRESS`: the suite's requests collected on the cluster at
-    ADDRESS into `out` (resumable: what has a record is not run again). `values` are the benchmark's and the policy's
-    option values by destination; profiles are looked up in `root` (default: the current folder), the same path on
-    every node. An unreachable cluster, a bad option or actors that cannot start raise CommandError (one line)."""
+def join_cluster(address: str, timeout_s: float | None = None) -> None:
+    """This process a driver of the cluster at `address`, or CommandError: one line, within the connect bound."""
     try:
-        from webeval.rollouts.ray import ChosenPolicies, RayUnreachable, collect_on_ray
+        from webeval.rollouts.ray import CONNECT_TIMEOUT_S, RayUnreachable, connect
     except ImportError:
         raise CommandError(RAY_MISSING) from None
+    try:
+        connect(address, timeout_s or CONNECT_TIMEOUT_S)
+    except RayUnreachable as exc:
+        raise CommandError(str(exc)) from None
+
+
+async def collect_suite_on_ray(address: str, suite: str, suite_values: Mapping[str, Any], choice: PolicyChoice,
+                               requests: Iterable[RolloutRequest | dict], out: Path, *,
+                               settings: EngineSettings = EngineSettings(), token_ids: bool = True,
+                               task_ids: Collection[str] | None = None, slots_per_actor: int | None = None,
+                               resubmit_lost: bool = False, completion_threshold: float | None = None,
+                               grace_s: float = 0.0, on_record: Callable[[RolloutRecord], None] | None = None,
+                               interrupted: asyncio.Event | None = None, root: Path | None = None,
+                               connect_timeout_s: float | None = None) -> Batch:
+    """`webeval rollouts collect --suite SPEC --ray ADDRESS`: the requests collected into `out` (resumable: what
+    has its record is not run again) by actors that open `suite` with `suite_values` on their nodes and act as
+    `choice` says. Profiles and files named by the options are looked up from `root` (default: the current folder),
+    the same path on every node. An unreachable cluster, a bad option or actors that cannot start raise
+    CommandError (one line)."""
+    join_cluster(address, connect_timeout_s)
+    from webeval.rollouts.ray import ChosenPolicies, collect_on_ray
+
     root = (root or Path.cwd()).resolve()
     try:
-        setup = benchmark_setup(suite, values, root)
-        chosen = {**values, "policy": values.get("policy") or setup.default_policy}
-        choice = PolicyChoice.from_values(chosen, root)
         check_policy(choice.name)
-        if choice.record or choice.dump:
-            raise OptionError("--record and --dump-observation are evaluation's: a rollout keeps its trajectory and "
-                              "token ids in the collection folder")
+        if task_ids is None:
+            task_ids = {task.id for task in benchmark_setup(suite, suite_values, root).tasks}
         policies = ChosenPolicies(choice, settings.screen, token_ids, settings.history or "append-only")
         return await collect_on_ray(
-            address, Path(out).resolve(), partial(open_benchmark, suite, chosen, root), policies, requests,
-            settings=settings, task_ids={task.id for task in setup.tasks}, slots_per_actor=slots_per_actor,
+            address, Path(out).resolve(), partial(open_benchmark, suite, dict(suite_values), root), policies,
+            requests, settings=settings, task_ids=task_ids, slots_per_actor=slots_per_actor,
             resubmit_lost=resubmit_lost, completion_threshold=completion_threshold, grace_s=grace_s,
-            on_record=on_record, interrupted=interrupted, connect_timeout_s=connect_timeout_s)
-    except (OptionError, RayUnreachable, EngineStopped) as exc:
+            on_record=on_record, interrupted=interrupted)
+    except (OptionError, EngineStopped) as exc:
         raise CommandError(str(exc)) from None

@@ -6,11 +6,12 @@ An actor or node that dies masks its rollouts in flight `node_lost` (reward null
 
 Needs Ray (`pip install 'pytest-webeval[ray]'`); nothing else in webeval imports it."""
 
-from webeval.rollouts.ray.cluster import BROWSER, BrowserNode, RayUnreachable, browser_nodes, connect
-from webeval.rollouts.ray.node_actor import (BenchmarkOpener, ChosenPolicies, NodeRollouts,
-                                             PoliciesFactory)
+from webeval.rollouts.ray.cluster import (BROWSER, CONNECT_TIMEOUT_S, BrowserNode, RayUnreachable, browser_nodes,
+                                          connect)
+from webeval.rollouts.ray.node_actor import BenchmarkOpener, ChosenPolicies, NodeRollouts, PoliciesFactory
 from webeval.rollouts.ray.on_ray import RayRollouts, collect_on_ray, known_tasks
 from webeval.rollouts.ray.router import LOST_ATTEMPTS, Member, RayRouter
 
-__all__ = ["BROWSER", "BenchmarkOpener", "BrowserNode", "ChosenPolicies", "LOST_ATTEMPTS", "Member", "NodeRollouts", "PoliciesFactory",
-           "RayRollouts", "RayRouter", "RayUnreachable", "browser_nodes", "collect_on_ray", "connect", "known_tasks"]
+__all__ = ["BROWSER", "CONNECT_TIMEOUT_S", "BenchmarkOpener", "BrowserNode", "ChosenPolicies", "LOST_ATTEMPTS",
+           "Member", "NodeRollouts", "PoliciesFactory", "RayRollouts", "RayRouter", "RayUnreachable", "browser_nodes",
+           "collect_on_ray", "connect", "known_tasks"]

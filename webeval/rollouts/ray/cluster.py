@@ -75,8 +75,8 @@ def _probe(address: str, host: str, port: int, timeout_s: float) -> None:
             connection.sendall(_HTTP2_PREFACE)
             frame = connection.recv(9)
     except OSError as exc:
-        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
-        raise RayUnreachable(f"no Ray cluster answers at {address} ({why} within {timeout_s:g} s): {start}") from None
+        why = f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise RayUnreachable(f"no Ray cluster answers at {address} ({why.lower()}): {start}") from None
     if len(frame) < 4 or frame[3] != _SETTINGS:
         raise RayUnreachable(f"{address} answers, but not as a Ray head (its GCS port speaks gRPC): give the address "
                              f"that `ray start --head` printed, or {start}")

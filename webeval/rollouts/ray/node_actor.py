@@ -46,7 +46,8 @@ class ChosenPolicies:
     def __call__(self) -> PolicyFor:
         choice = self.choice
         if choice.name == "openai" and choice.profile is not None:
-            return ModelPolicies(choice.profile, self.screen, token_ids=self.token_ids, history=self.history)
+            return ModelPolicies(choice.profile, self.screen, token_ids=self.token_ids, history=self.history,
+                                 record=choice.record)
         factory = choice.factory(self.screen)
         return lambda request: factory
 
