@@ -173,6 +173,28 @@ async def test_forty_rollouts_on_two_actors_one_killed_midway_resubmitted_once_o
     assert "base64" not in (tmp_path / "rollouts.jsonl").read_text()
 
 
+async def test_an_actor_that_stops_answering_is_ended_and_its_rollouts_resubmitted(cluster, tmp_path):
+    requests = requests_for(SHORT[:4], group=2)
+    stopped: dict = {}
+    async with pool(tmp_path, resubmit_lost=True, answer_timeout_s=20) as router:
+        victim, survivor = router.members
+
+        def freeze(record) -> None:  # SIGSTOP: the actor's process alive, answering nothing
+            if not stopped and victim.in_flight > 0:
+                stopped["in_flight"] = {f.request.id for f in router.flights.values() if f.slot == victim.name}
+                os.kill(victim.pid, signal.SIGSTOP)
+
+        batch = await asyncio.wait_for(collect(router, requests, on_record=freeze), 600)
+    final = RolloutStore(tmp_path).records()
+    assert stopped and sorted(r.rollout_id for r in final) == sorted(r.id for r in requests)
+    assert all((r.reward, r.mask_sample) == (1.0, False) for r in final) and len(batch.records) == len(requests)
+    lost = RolloutStore(tmp_path, LOST_ATTEMPTS).records()
+    assert stopped["in_flight"] <= {r.rollout_id for r in lost}  # and any sent to it before it was known hung
+    assert all(r.failure_kind == "node_lost" and r.slot == victim.name and "no answer within 20 s" in r.failure_reason
+               for r in lost)
+    assert gone_within([victim.pid], 30) == []  # ended, not left stopped
+
+
 async def test_a_node_that_dies_masks_its_rollouts_node_lost_and_without_resubmission_they_stay_so(cluster, tmp_path):
     requests = requests_for(SHORT[:4], group=2)
     killed: dict = {}

@@ -19,11 +19,12 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from webeval.agent.evaluate import WATCHDOG_MARGIN_S
 from webeval.rollouts.batch import Batch, collect
 from webeval.rollouts.engine import EngineSettings, EngineStopped
 from webeval.rollouts.ray.cluster import BROWSER, CONNECT_TIMEOUT_S, actors_for, browser_nodes, connect
 from webeval.rollouts.ray.node_actor import STOPPED, BenchmarkOpener, NodeRollouts, PoliciesFactory
-from webeval.rollouts.ray.router import Member, RayRouter, kill
+from webeval.rollouts.ray.router import ANSWER_MARGIN_S, Member, RayRouter, kill
 from webeval.rollouts.records import RolloutRecord
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 from webeval.rollouts.store import RolloutStore
@@ -39,11 +40,14 @@ class RayRollouts:
     def __init__(self, out: Path, opener: BenchmarkOpener, policies: PoliciesFactory,
                  settings: EngineSettings = EngineSettings(), *, slots_per_actor: int | None = None,
                  resubmit_lost: bool = False, check: Callable[[RolloutRequest], object] | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S, answer_timeout_s: float | None = None) -> None:
         self.out = Path(out).resolve()
         self.opener, self.policies, self.settings = opener, policies, settings
         self.slots_per_actor, self.resubmit_lost, self.check = slots_per_actor, resubmit_lost, check
         self.start_timeout_s = start_timeout_s
+        # a rollout's record back from its actor: the episode's own bound on the actor, then the verdict's margin
+        self.answer_timeout_s = answer_timeout_s or (settings.budgets.task_timeout_s + WATCHDOG_MARGIN_S
+                                                     + ANSWER_MARGIN_S)
         self.members: list[Member] = []
 
     async def __aenter__(self) -> RayRouter:
@@ -54,8 +58,9 @@ class RayRollouts:
             for handle in handles.values():
                 ray.kill(handle, no_restart=True)
             raise
-        return RayRouter(self.members, self.out, check=self.check, resubmit_lost=self.resubmit_lost,
-                         stop_after=self.settings.stop_after, history=self.settings.history)
+        return RayRouter(self.members, self.out, answer_timeout_s=self.answer_timeout_s, check=self.check,
+                         resubmit_lost=self.resubmit_lost, stop_after=self.settings.stop_after,
+                         history=self.settings.history)
 
     async def __aexit__(self, *exc_info: object) -> None:
         alive = [member for member in self.members if member.lost is None]

@@ -4,7 +4,8 @@ No lockstep: a request goes to whichever actor has a slot free (at most as many 
 slots) and its record comes back when that rollout ends. The head writes rollouts.jsonl, one record per rollout id.
 
 An actor that dies (its process killed, its node gone) takes its rollouts in flight with it: each is masked
-`node_lost` (reward null, never 0). With `resubmit_lost` each is run once more on an actor still alive; the
+`node_lost` (reward null, never 0). An actor that stops answering (a rollout's record not back within the episode's
+own bound and a margin) is ended, and is lost the same way. With `resubmit_lost` each is run once more on an actor still alive; the
 resubmission's record is the rollout's record in rollouts.jsonl, and the lost attempt is kept, with the same
 rollout id, in lost-attempts.jsonl beside it. A rollout lost again, or lost with no actor left, keeps its
 `node_lost` record.
@@ -32,6 +33,12 @@ from webeval.rollouts.store import RolloutStore
 
 LOST_ATTEMPTS = "lost-attempts.jsonl"
 CANCEL_ANSWER_S = INTERRUPT_GRACE_S - 2.0  # an actor told to cut a rollout answers with its record within this
+# Beyond the episode's own watchdog on the actor: the verdict (its judge's timeouts and retries) and Ray's delivery.
+ANSWER_MARGIN_S = 300.0
+
+
+class Unanswered(Exception):
+    """An actor did not answer within its bound: it is taken as hung."""
 
 
 @dataclass
@@ -60,9 +67,11 @@ class RayRouter:
     """The engine's interface (prepare, run, flights, stopped, stop) over actors on a cluster, so that `collect`
     (stragglers cut, interrupts, endpoint stops) runs on it unchanged."""
 
-    def __init__(self, members: list[Member], out: Path, *, check: Callable[[RolloutRequest], object] | None = None,
-                 resubmit_lost: bool = False, stop_after: int = 3, history: str | None = None) -> None:
+    def __init__(self, members: list[Member], out: Path, *, answer_timeout_s: float,
+                 check: Callable[[RolloutRequest], object] | None = None, resubmit_lost: bool = False,
+                 stop_after: int = 3, history: str | None = None) -> None:
         self.members, self.check, self.resubmit_lost, self.history = members, check, resubmit_lost, history
+        self.answer_timeout_s = answer_timeout_s  # a rollout's record back from its actor, or the actor is hung
         self.store = RolloutStore(out)
         self.lost_store = RolloutStore(out, LOST_ATTEMPTS)
         self.flights: dict[str, Flight] = {}
@@ -115,7 +124,7 @@ class RayRouter:
 
     async def _fly(self, flight: Flight) -> RolloutRecord:
         record = await self._attempt(flight)
-        if record.failure_kind != NODE_LOST or not self.resubmit_lost or not self._alive():
+        if record.failure_kind != NODE_LOST or not self.resubmit_lost or flight.why or not self._alive():
             return record
         lost, flight.slot = record, None
         try:
@@ -141,10 +150,9 @@ class RayRouter:
         try:
             return self._answered(flight, member, await self._answer(flight, member, answer))
         except RayActorError as exc:
-            return self._masked(flight, NODE_LOST, self._lose(member, exc), member)
-        except asyncio.TimeoutError:
-            return self._masked(flight, flight.why or CUT, f"{flight.why}: the rollout was stopped in flight; the "
-                                f"actor {member.name} did not answer within {CANCEL_ANSWER_S:g} s", member)
+            return self._masked(flight, NODE_LOST, self._lose(member, _first_line(exc)), member)
+        except Unanswered as exc:
+            return self._masked(flight, NODE_LOST, self._lose(member, str(exc), end=True), member)
         finally:
             member.in_flight -= 1
             self._wake()
@@ -153,12 +161,12 @@ class RayRouter:
         """The actor's answer; cancelled here, the actor is told to end the rollout as its flight says, and its
         record (cut, interrupted) is awaited within a bound."""
         try:
-            return await asyncio.shield(answer)
+            return await _within(answer, self.answer_timeout_s)
         except asyncio.CancelledError:
             member.handle.cancel.remote(flight.request.id, flight.why or NOT_STARTED)
             if flight.why not in (CUT, INTERRUPTED):
                 raise
-            return await asyncio.wait_for(asyncio.shield(answer), CANCEL_ANSWER_S)
+            return await _within(answer, CANCEL_ANSWER_S)
 
     def _answered(self, flight: Flight, member: Member, answer: dict[str, Any]) -> RolloutRecord:
         if RECORD in answer:
@@ -188,14 +196,16 @@ class RayRouter:
             changed = self._changed
             await changed.wait()
 
-    def _lose(self, member: Member, error: RayActorError) -> str:
+    def _lose(self, member: Member, why: str, end: bool = False) -> str:
+        """The member gone (ended now if it is hung): nothing more is sent to it. The masked rollout's reason."""
         if member.lost is None:
-            said = str(error).strip().splitlines()
-            member.lost = redact(said[0] if said else type(error).__name__)
+            member.lost = redact(why)
+            if end:
+                kill(member)  # its other rollouts in flight come back as lost too
             self._wake()
         self.stats.lost_attempts += 1
-        return (f"node_lost: the Ray actor {member.name} on node {member.node} ({member.address}) died with the "
-                f"rollout in flight: {member.lost}")
+        return (f"node_lost: the Ray actor {member.name} on node {member.node} ({member.address}) was lost with "
+                f"the rollout in flight: {member.lost}")
 
     def _masked(self, flight: Flight, kind: str, reason: str, member: Member | None) -> RolloutRecord:
         request = flight.request
@@ -214,6 +224,18 @@ class RayRouter:
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+async def _within(answer: asyncio.Future, seconds: float) -> dict[str, Any]:
+    try:
+        return await asyncio.wait_for(asyncio.shield(answer), seconds)
+    except asyncio.TimeoutError:
+        raise Unanswered(f"no answer within {seconds:g} s: the actor was ended as hung") from None
+
+
+def _first_line(error: BaseException) -> str:
+    said = str(error).strip().splitlines()
+    return said[0] if said else type(error).__name__
 
 
 def kill(member: Member) -> None:
