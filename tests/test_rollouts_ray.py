@@ -31,7 +31,7 @@ from webeval.cli.ray_collection import collect_suite_on_ray
 from webeval.policy.choice import PolicyChoice
 from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
-from webeval.rollouts import EngineSettings, RolloutRequest, RolloutStore, collect
+from webeval.rollouts import EngineSettings, EngineStopped, RolloutRequest, RolloutStore, collect
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.rollouts.ray import LOST_ATTEMPTS, RayRollouts, collect_on_ray, connect, known_tasks
 
@@ -52,6 +52,12 @@ async def stalling_on(node_id: str, marker: str):
         await asyncio.sleep(300)
     async with offline_benchmark() as tasks:
         yield tasks
+
+
+@asynccontextmanager
+async def unopenable():
+    raise OSError("the task file /data/tasks.jsonl is not on this node")
+    yield
 
 
 def oracle_for(request):
@@ -250,6 +256,19 @@ async def test_a_node_that_dies_as_its_actor_starts_leaves_the_others_to_collect
         cluster.add_node(browsers=2)
     assert sorted(r.rollout_id for r in batch.records) == sorted(r.id for r in requests)
     assert all(r.reward == 1.0 for r in batch.records)
+
+
+async def test_a_benchmark_that_cannot_open_on_a_node_is_one_line_and_its_browsers_are_given_back(cluster, tmp_path):
+    with pytest.raises(EngineStopped, match=r"^the Ray actor node-\w+-0 cannot start: the benchmark cannot open here: "
+                                            r"the task file /data/tasks.jsonl is not on this node$"):
+        async with RayRollouts(tmp_path, unopenable, oracle_policies):
+            pass
+
+    async def browsers_free() -> None:
+        while ray.available_resources().get("browser", 0) < 4:
+            await asyncio.sleep(0.5)
+
+    await asyncio.wait_for(browsers_free(), 60)
 
 
 async def test_a_straggler_on_an_actor_is_cut_after_the_grace_its_evidence_kept_on_the_node(cluster, tmp_path):

@@ -16,6 +16,7 @@ from typing import Any, AsyncContextManager, Callable
 
 import psutil
 
+from webeval.outcomes.redact import redact
 from webeval.policy.choice import PolicyChoice
 from webeval.rollouts.engine import (EngineSettings, EngineStopped, PolicyFor, RolloutEngine, TaskSource,
                                      mark_cancelled)
@@ -74,7 +75,7 @@ class NodeRollouts:
         except Exception as exc:
             await self._stack.aclose()
             said = str(exc).strip().splitlines()
-            return {STOPPED: f"the benchmark cannot open here: {said[0] if said else type(exc).__name__}"}
+            return {STOPPED: redact(f"the benchmark cannot open here: {said[0] if said else type(exc).__name__}")}
         engine = RolloutEngine(tasks, self.folder, self.policies(), replace(self.settings, node=node))
         try:
             await engine.start()  # nothing is left running when a slot cannot start
