@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -74,6 +75,7 @@ class RayCluster:
         for process in alive:
             _signal(process, "kill")
         psutil.wait_procs(alive, timeout=STOP_WAIT_S)
+        shutil.rmtree(self.temp, ignore_errors=True)  # the cluster's sessions: logs and sockets
 
     def _ray(self, *args: str) -> None:
         done = subprocess.run([RAY, *args, "--disable-usage-stats"], env={**os.environ, **ENV},
