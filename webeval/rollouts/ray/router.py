@@ -165,6 +165,7 @@ class RayRouter:
         except asyncio.CancelledError:
             member.handle.cancel.remote(flight.request.id, flight.why or NOT_STARTED)
             if flight.why not in (CUT, INTERRUPTED):
+                _abandon(answer)
                 raise
             return await _within(answer, CANCEL_ANSWER_S)
 
@@ -230,7 +231,13 @@ async def _within(answer: asyncio.Future, seconds: float) -> dict[str, Any]:
     try:
         return await asyncio.wait_for(asyncio.shield(answer), seconds)
     except asyncio.TimeoutError:
+        _abandon(answer)
         raise Unanswered(f"no answer within {seconds:g} s: the actor was ended as hung") from None
+
+
+def _abandon(answer: asyncio.Future) -> None:
+    """An answer no one awaits any more: what it ends with (the ended actor's error) is read, not logged as lost."""
+    answer.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def _first_line(error: BaseException) -> str:
