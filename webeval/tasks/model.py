@@ -83,16 +83,52 @@ class OracleStep(Frozen):
 
 
 class Task(Frozen):
+    """One task. A rubric is WebGym's: fact groups, each the criteria that check one fact; the task succeeds when
+    every group holds. `difficulty` is the number of fact groups (given for a rubric task, or set by hand for
+    another), `domain` the kind of site (WebGym's: travel, shopping, ...), `parent` the task a decomposed task was
+    made from."""
+
     id: str
     site: str
     goal: str = Field(min_length=1)
     start_url: str
+    domain: str | None = Field(default=None, min_length=1)
     reference_answers: list[str] | None = None
     verifier: VerifierSpec | None = None
     rubric: list[list[str]] | None = None
+    difficulty: int | None = Field(default=None, ge=1)
+    parent: str | None = None
     solution: list[OracleStep] | None = None
     max_steps: int | None = Field(default=None, ge=1)
     tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _difficulty_of_rubric(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("rubric"), list) and data.get("difficulty") is None:
+            return {**data, "difficulty": len(data["rubric"]) or None}
+        return data
+
+    @field_validator("rubric")
+    @classmethod
+    def _fact_groups(cls, value: list[list[str]] | None) -> list[list[str]] | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("a rubric needs at least one fact group")
+        for g, group in enumerate(value, 1):
+            if not group:
+                raise ValueError(f"fact group {g} has no criterion")
+            for c, criterion in enumerate(group, 1):
+                if not criterion.strip():
+                    raise ValueError(f"criterion {c} of fact group {g} is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _difficulty_is_groups(self) -> "Task":
+        if self.rubric is not None and self.difficulty != len(self.rubric):
+            raise ValueError(f"difficulty {self.difficulty} is not the number of fact groups ({len(self.rubric)})")
+        return self
 
     @field_validator("id")
     @classmethod
