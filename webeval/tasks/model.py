@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 # Inner single spaces are allowed: WebVoyager's own ids read "BBC News--3".
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*(?: [A-Za-z0-9_.\-]+)*")
+# An http(s) URL with a host, as urlsplit reads it; anything else (brackets, spaces, odd cases) goes to urlsplit.
+_PLAIN_HTTP_URL = re.compile(r"https?://[^/?#\[\]\s\\]+(?:[/?#]|$)", re.IGNORECASE)
 
 
 class Frozen(BaseModel):
@@ -141,6 +143,8 @@ class Task(Frozen):
     @field_validator("start_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        if _PLAIN_HTTP_URL.match(value):  # the common case, without urlsplit's cost (300,000 tasks in a set)
+            return value
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"start_url {value!r} is not an http(s) URL")

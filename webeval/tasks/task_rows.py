@@ -19,7 +19,7 @@ from webeval.tasks.population import TaskFileError, describe_error
 
 def json_object(path: Path, line: int, raw: bytes) -> dict[str, Any]:
     try:
-        row = json.loads(raw)
+        row = json.loads(raw.decode("utf-8"))  # decoded first: json.loads would guess UTF-16 from the bytes
     except UnicodeDecodeError as exc:
         raise TaskFileError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
     except json.JSONDecodeError as exc:
