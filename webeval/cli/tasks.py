@@ -40,7 +40,7 @@ def open_taskset(source: Path, quiet: bool = False) -> TaskSet:
         taskset = TaskSet.open(source, progress=progress)
     except TaskFileError as exc:
         raise CommandError(str(exc)) from None
-    if taskset.built and not quiet:
+    if taskset.built and not quiet and time.monotonic() - began >= 1:
         print(f"webeval tasks: indexed {len(taskset):,} tasks in {time.monotonic() - began:.1f} s",
               file=sys.stderr, flush=True)
     return taskset

@@ -86,10 +86,20 @@ class TaskSet(Sequence[Task]):
 
     def __iter__(self) -> Iterator[Task]:
         """Every task in file order, in one pass over the files."""
-        for number, line_file in enumerate(self._files):
+        for _, path, line, raw in self.lines():
+            yield self.reader.parse(path, line, raw)
+
+    def lines(self) -> Iterator[tuple[int, Path, int, bytes]]:
+        """(position, file, line number, the line as written) of every task, in one pass over the files."""
+        position = 0
+        for line_file in self._files:
             for line, _, raw in numbered_lines(line_file):
                 if raw.strip():
-                    yield self.reader.parse(line_file.path, line, raw)
+                    yield position, line_file.path, line, raw
+                    position += 1
+
+    def parse(self, path: Path, line: int, raw: bytes) -> Task:
+        return self.reader.parse(path, line, raw)
 
     def position(self, task_id: str) -> int:
         found = self._index.position(task_id)
