@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from fixtures.task_sets import read_task_line, task_line, write_tasks
+from fixtures.task_sets import read_task_line, task_line, word, write_tasks
 from webeval.cli import main
 from webeval.tasks import Task, TaskFileError, population_of, read_jsonl
 from webeval.tasks.taskset import TaskSet
@@ -155,7 +155,7 @@ def test_a_folder_of_plain_and_gzip_files_reads_any_task_and_hashes_the_files_in
     wanted = [f"site{k % 5000}--{k}" for k in (89_999, 12, 30_000, 59_999, 60_000, 45_123)]
     assert [t.id for t in tasks.get_many(wanted)] == wanted
     fresh = TaskSet.open(folder)  # another process: no checkpoints yet, the first read inflates from the start
-    assert not fresh.built and fresh.get("site1234--71234").goal == "Find fact 71234 on site1234."
+    assert not fresh.built and fresh.get("site1234--71234").goal == f"Find fact {word(71234)} on site1234."
     assert fresh.where("site0--60000") == (folder / "b.jsonl.gz", 30_001)
 
 

@@ -26,6 +26,9 @@ def add_parser(subparsers) -> None:
     index = commands.add_parser("index", help="index a task file once; print its count, sites, sha256, index")
     index.add_argument("source", type=Path, metavar="FILE", help="a .jsonl or .jsonl.gz file, or a folder of them")
     index.set_defaults(func=run_index)
+    from webeval.cli import task_sampling
+
+    task_sampling.add_parser(commands)
 
 
 def open_taskset(source: Path, quiet: bool = False) -> TaskSet:
