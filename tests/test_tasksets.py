@@ -79,7 +79,7 @@ def test_a_malformed_line_in_the_middle_names_its_line_and_nothing_is_indexed(bi
     bad.write_bytes(b"\n".join(lines))
     assert main(["tasks", "index", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == (f"webeval tasks: error: {bad}:150001: invalid JSON: Expecting ',' delimiter (column 53)")
+    assert err[-1] == (f"webeval tasks index: error: {bad}:150001: invalid JSON: Expecting ',' delimiter (column 53)")
     assert not list((cache / "task-index").glob("*.idx"))  # nothing kept: the next command reads it again
     lines[150_000] = b'{"id": "site0--150000", "site": "site0", "goal": "x", "start_url": "file:///etc/passwd"}'
     bad.write_bytes(b"\n".join(lines))

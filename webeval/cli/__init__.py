@@ -26,6 +26,7 @@ class CommandError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    name = " ".join(part for part in (args.command, getattr(args, "tasks_command", None)) if part)
 
     said: set[str] = set()
 
@@ -34,13 +35,13 @@ def main(argv: list[str] | None = None) -> int:
         # two with the harness's own source line, and not again where another part of the harness met it too.
         if str(message) not in said:
             said.add(str(message))
-            print(f"webeval {args.command}: warning: {message}", file=sys.stderr)
+            print(f"webeval {name}: warning: {message}", file=sys.stderr)
 
     warnings.showwarning = one_line
     try:
         return args.func(args)
     except CommandError as exc:
-        print(f"webeval {args.command}: error: {exc}", file=sys.stderr)
+        print(f"webeval {name}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

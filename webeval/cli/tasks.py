@@ -26,8 +26,9 @@ def add_parser(subparsers) -> None:
     index = commands.add_parser("index", help="index a task file once; print its count, sites, sha256, index")
     index.add_argument("source", type=Path, metavar="FILE", help="a .jsonl or .jsonl.gz file, or a folder of them")
     index.set_defaults(func=run_index)
-    from webeval.cli import task_sampling
+    from webeval.cli import task_generation, task_sampling
 
+    task_generation.add_parser(commands)
     task_sampling.add_parser(commands)
 
 
@@ -37,14 +38,14 @@ def open_taskset(source: Path, quiet: bool = False) -> TaskSet:
 
     def progress(path: Path, count: int) -> None:
         if not quiet:
-            print(f"webeval tasks: indexing {path}: {count:,} tasks so far", file=sys.stderr, flush=True)
+            print(f"webeval: indexing {path}: {count:,} tasks so far", file=sys.stderr, flush=True)
 
     try:
         taskset = TaskSet.open(source, progress=progress)
     except TaskFileError as exc:
         raise CommandError(str(exc)) from None
     if taskset.built and not quiet and time.monotonic() - began >= 1:
-        print(f"webeval tasks: indexed {len(taskset):,} tasks in {time.monotonic() - began:.1f} s",
+        print(f"webeval: indexed {len(taskset):,} tasks in {time.monotonic() - began:.1f} s",
               file=sys.stderr, flush=True)
     return taskset
 

@@ -1,0 +1,111 @@
+"""`webeval tasks generate SEEDS.jsonl --judge-profile P --out tasks.jsonl`: a model writes each seed's rubric.
+
+A seed is a JSON line with a `goal` and a `start_url` (and optionally `id`, `site`, `domain`). The model is reached as
+a judge is (--judge-profile, or --judge-base-url and --judge-model). The tasks written are checked (at least one fact
+group each, no empty criterion, ids unique) before the file is written, in seed order; a seed the model could not
+write is named on stderr with its reason and in OUT.report.json, and the command then exits 1. An endpoint that
+fails (unreachable, refusing the key, HTTP errors after retries) stops it with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from webeval.cli import CommandError
+from webeval.judges.config import JudgeConfig, JudgeConfigError, check_endpoint, with_profile
+from webeval.judges.rubric_generation import REASKS, Failure, Written, write_rubrics
+from webeval.outcomes.record import JudgeError
+from webeval.outcomes.redact import redact
+from webeval.tasks import TaskFileError
+from webeval.tasks.population import jsonl_rows, read_task_text
+from webeval.tasks.rubric_writing import PROMPT_VERSION, read_seeds
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("generate", help="write seed tasks' rubrics (fact groups) with a model")
+    parser.add_argument("seeds", type=Path, metavar="SEEDS.jsonl", help="one {goal, start_url} a line")
+    parser.add_argument("--out", type=Path, required=True, metavar="tasks.jsonl")
+    parser.add_argument("--judge-profile", default=None, help="the model: a judge profile name or .toml/.json path")
+    parser.add_argument("--judge-base-url", default=None)
+    parser.add_argument("--judge-model", default=None)
+    parser.add_argument("--judge-api-key-env", default=None, metavar="ENV")
+    parser.add_argument("--judge-timeout", type=float, default=120.0, help="seconds one call may take (default 120)")
+    parser.add_argument("--judge-retries", type=int, default=2, help="retries of a failed call (default 2)")
+    parser.add_argument("--reasks", type=int, default=REASKS,
+                        help=f"asks again after an unusable reply (default {REASKS})")
+    parser.add_argument("--concurrency", type=int, default=4, help="seeds asked at once (default 4)")
+    parser.set_defaults(func=run)
+
+
+def _endpoint(args: argparse.Namespace):
+    if args.concurrency < 1 or args.reasks < 0 or args.judge_timeout <= 0 or args.judge_retries < 0:
+        raise CommandError("--concurrency must be at least 1, --judge-timeout positive, --reasks and "
+                           "--judge-retries not negative")
+    config = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
+                         profile=args.judge_profile, timeout_s=args.judge_timeout, retries=args.judge_retries)
+    try:
+        endpoint = with_profile(config, Path.cwd()).endpoint()
+        asyncio.run(check_endpoint(endpoint))
+    except JudgeConfigError as exc:
+        raise CommandError(str(exc)) from None
+    return endpoint
+
+
+def _checked(outcomes: list[Written | Failure]) -> list[Written | Failure]:
+    """Ids unique across what was written (a model-named site may give two seeds one id)."""
+    seen: dict[str, int] = {}
+    checked: list[Written | Failure] = []
+    for outcome in outcomes:
+        if isinstance(outcome, Written):
+            first = seen.setdefault(outcome.task.id, outcome.line)
+            if first != outcome.line:
+                outcome = Failure(outcome.line, f"duplicate task id {outcome.task.id!r} (first on line {first})",
+                                  outcome.asked)
+        checked.append(outcome)
+    return checked
+
+
+def _write(out: Path, written: list[Written]) -> None:
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as handle:
+            for outcome in written:
+                handle.write(outcome.task.model_dump_json(exclude_none=True, exclude_defaults=True) + "\n")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        seeds = read_seeds(args.seeds, jsonl_rows(args.seeds, read_task_text(args.seeds)))
+    except TaskFileError as exc:
+        raise CommandError(str(exc)) from None
+    endpoint = _endpoint(args)
+    try:
+        outcomes = _checked(asyncio.run(write_rubrics(seeds, endpoint, args.reasks, args.concurrency)))
+    except JudgeError as exc:
+        raise CommandError(f"{exc}; nothing written") from None
+    written = [o for o in outcomes if isinstance(o, Written)]
+    failed = [o for o in outcomes if isinstance(o, Failure)]
+    for failure in failed:
+        print(redact(f"webeval tasks generate: {args.seeds}:{failure.line}: not written: {failure.reason}"),
+              file=sys.stderr)
+    if written:
+        _write(args.out, written)
+    report = args.out.with_name(args.out.name + ".report.json")
+    report.write_text(redact(json.dumps({
+        "seeds": str(args.seeds), "model": endpoint.model, "base_url": endpoint.base_url,
+        "prompt_version": PROMPT_VERSION, "written": len(written), "failed": len(failed),
+        "asked": sum(o.asked for o in outcomes),
+        "failures": [{"line": f.line, "reason": f.reason, "asked": f.asked} for f in failed]}, indent=2)),
+        encoding="utf-8")
+    where = f"{args.out}: {len(written)} tasks written" if written else "nothing written"
+    print(f"{where}; {len(failed)} of {len(outcomes)} seeds not written (reasons: {report})" if failed else
+          f"{where} from {len(outcomes)} seeds by {endpoint.model}")
+    return 1 if failed else 0
