@@ -41,7 +41,7 @@ from webeval.benchmarks.miniwob.server import PageServer
 from webeval.benchmarks.miniwob.solutions import SOLVERS
 from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.browser import find_chromium
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 VENV = ROOT / ".tools" / "browsergym"
 DRIVER = ROOT / "bench" / "browsergym_driver.py"
@@ -102,7 +102,7 @@ class Timed:
         return turn
 
 
-async def one_episode(runtime: WorkerRuntime, sites: MiniwobSites, name: str, seed: int, folder: Path) -> dict:
+async def one_episode(runtime: Slot, sites: MiniwobSites, name: str, seed: int, folder: Path) -> dict:
     task = catalogue.tasks([name], [seed])[0]
     prepared = sites.prepare(task)
     began = time.perf_counter()
@@ -159,7 +159,7 @@ async def side_by_side(server: PageServer, chosen: list[tuple[str, int]], env: d
                        ) -> tuple[list[dict], list[dict]]:
     """Task after task, webeval then BrowserGym in each setting, so that both meet the machine in the same state.
     The first task is run once more before: a warm-up of each side, not measured."""
-    runtime = await WorkerRuntime(*SCREEN, None).ready()
+    runtime = await Slot(*SCREEN, None).ready()
     sites = MiniwobSites(server, SOLVERS)
     driver = Driver(env, f"{server.origin}/miniwob/", timeout_s=120)
     ours: list[dict] = []

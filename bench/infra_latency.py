@@ -16,12 +16,12 @@ import time
 
 from bench.common import SCREEN, Figure, cli
 from webeval.outcomes.record import InfraError
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 PARTS = ("browser", "driver", "display")
 
 
-async def detect(runtime: WorkerRuntime, part: str) -> float:
+async def detect(runtime: Slot, part: str) -> float:
     await runtime.ready()
     pid = {"browser": runtime.browser.browser_pid, "driver": runtime.browser.driver_pid,
            "display": runtime.display.pid}[part]
@@ -38,7 +38,7 @@ async def detect(runtime: WorkerRuntime, part: str) -> float:
 
 
 async def measure_all(rounds: int) -> list[Figure]:
-    runtime = WorkerRuntime(*SCREEN, None)
+    runtime = Slot(*SCREEN, None)
     seconds: dict[str, list[float]] = {part: [] for part in PARTS}
     try:
         for _ in range(rounds):

@@ -20,7 +20,7 @@ from dataclasses import replace
 import pytest
 
 import webeval.plugin.episode as episode_plugin
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 LOG_ENV = "WEBEVAL_BENCH_LOG"
 
@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return StandIn(model, oracle, timeline)
 
     episode_plugin.make_policy = stand_in
-    ready = WorkerRuntime.ready
+    ready = Slot.ready
 
     async def timed_ready(self):
         runtime = await ready(self)
@@ -81,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
             timeline.log("ready", display_s=runtime.display.started_s, browser_s=runtime.browser.launched_s)
         return runtime
 
-    WorkerRuntime.ready = timed_ready
+    Slot.ready = timed_ready
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

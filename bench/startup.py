@@ -1,6 +1,6 @@
 """worker_start_s and task_setup_s: a worker's display and browser from nothing, and one task's isolation.
 
-worker_start_s: a fresh WorkerRuntime (Xvfb, Playwright, headed Chromium) until ready(), then closed; median.
+worker_start_s: a fresh Slot (Xvfb, Playwright, headed Chromium) until ready(), then closed; median.
 task_setup_s: what run_episode does before the first step: a fresh browser context and placed tab, the task's
 cookies, and its start page opened (loaded); median over local tasks, on one warm browser.
 
@@ -19,14 +19,14 @@ from fixtures.sites.environment import OfflineSites
 from fixtures.sites.server import SiteServer
 from fixtures.tasks import local_population
 from webeval.agent.loop import open_start_page
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 
 async def worker_starts(count: int) -> tuple[list[float], list[dict[str, float]]]:
     times, parts = [], []
     for _ in range(count):
         began = time.monotonic()
-        runtime = WorkerRuntime(*SCREEN, None)
+        runtime = Slot(*SCREEN, None)
         try:
             await runtime.ready()
             times.append(time.monotonic() - began)
@@ -40,7 +40,7 @@ async def worker_starts(count: int) -> tuple[list[float], list[dict[str, float]]
 async def task_setups(count: int) -> list[float]:
     _, tasks = local_population()
     times = []
-    runtime = await WorkerRuntime(*SCREEN, None).ready()
+    runtime = await Slot(*SCREEN, None).ready()
     try:
         with SiteServer() as server, tempfile.TemporaryDirectory(prefix="webeval-bench-") as tmp:
             environment = OfflineSites(server)

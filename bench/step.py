@@ -30,8 +30,9 @@ from fixtures.tasks import local_population
 from webeval.actions import Observation, parse_call
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 from webeval.policy.oracle import OraclePolicy
+from webeval.runtime.display import x_client
 from webeval.runtime.executor import execute
 from webeval.runtime.input import _pyautogui
 from webeval.runtime.observe import grab, screenshot_png
@@ -52,8 +53,11 @@ class FloorSampling:
 
     async def act(self, observation: Observation):
         display = self.display
-        for capture, samples in ((lambda: ImageGrab.grab(bbox=(0, 0, display.width, display.height),
-                                                         xdisplay=display.name), self.samples),
+        def pil_grab():
+            with x_client(display.env()):
+                return ImageGrab.grab(bbox=(0, 0, display.width, display.height), xdisplay=display.name)
+
+        for capture, samples in ((pil_grab, self.samples),
                                  (lambda: grab(display), self.shm_samples)):
             began = time.perf_counter()
             capture().save(io.BytesIO(), format="JPEG")
@@ -61,8 +65,8 @@ class FloorSampling:
         return await self.oracle.act(observation)
 
 
-def bare_clicks(runtime: WorkerRuntime, count: int) -> list[float]:
-    gui = _pyautogui(runtime.device._connect())
+def bare_clicks(runtime: Slot, count: int) -> list[float]:
+    gui = _pyautogui(runtime.device._connect(), runtime.display.env())
     times = []
     for index in range(count):
         began = time.perf_counter()
@@ -75,7 +79,7 @@ def is_click(step) -> bool:
     return len(step.actions) == 1 and step.actions[0].get("action") == "click"
 
 
-async def stale_checks(runtime: WorkerRuntime, server: SiteServer, folder: Path, trials: int) -> int:
+async def stale_checks(runtime: Slot, server: SiteServer, folder: Path, trials: int) -> int:
     """How many observations after the slow page's click were taken before its late redraw (must be 0)."""
     stale = 0
     action = parse_call("computer", json.dumps({"action": "click", "x": 150, "y": 50}), SCREEN)
@@ -102,7 +106,7 @@ async def measure(task_count: int = 12, stale_trials: int = 5) -> list[Figure]:
     for task in tasks:
         by_site.setdefault(task.site, []).append(task)
     chosen = [t for i in range(9) for site in sorted(by_site) for t in by_site[site][i:i + 1]][:task_count]
-    runtime = await WorkerRuntime(*SCREEN, None).ready()
+    runtime = await Slot(*SCREEN, None).ready()
     floor_grab: list[float] = []
     floor_shm: list[float] = []
     floor_click: list[float] = []

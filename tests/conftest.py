@@ -8,7 +8,7 @@ import pytest
 
 from fixtures.sites.server import SiteServer
 from tests import lab
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 
 WIDTH, HEIGHT = 1280, 720
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ def lab_server():
 
 @pytest.fixture(scope="session")
 async def runtime():
-    worker = WorkerRuntime(WIDTH, HEIGHT, None)
+    worker = Slot(WIDTH, HEIGHT, None)
     await worker.ready()
     try:
         yield worker

@@ -9,6 +9,7 @@ from PIL import Image, ImageGrab
 import io
 
 from webeval.actions import parse_call
+from webeval.runtime.display import x_client
 from webeval.runtime.executor import execute
 from webeval.runtime.observe import grab, screenshot_png
 
@@ -99,7 +100,8 @@ async def test_the_observation_is_a_lossless_png_of_the_screen(input_page, runti
         + 'left:300px;top:400px;padding:20px;background:#e03c1e;color:#1e50e0;font-size:30px">Tomás · 42</div>')""")
     await input_page.settle()
     # The reference is read the other way, through the X socket (XGetImage), not shared memory.
-    screen = ImageGrab.grab(bbox=(0, 0, display.width, display.height), xdisplay=display.name).convert("RGB")
+    with x_client(display.env()):
+        screen = ImageGrab.grab(bbox=(0, 0, display.width, display.height), xdisplay=display.name).convert("RGB")
     colors = screen.getcolors(maxcolors=1 << 16)
     assert colors is not None and len(colors) > 20  # a real page: anti-aliased text and boxes, not a flat screen
     assert screen.getpixel((310, 410)) == (0xe0, 0x3c, 0x1e)  # red and blue apart: a channel swap would show
@@ -203,9 +205,9 @@ def test_an_input_device_whose_display_died_under_its_import_leaves_no_pipes_ope
 
     from tests.conftest import ROOT
 
-    script = ("import webeval.runtime.input as i\ntry:\n    i._pyautogui(None)\nexcept Exception as e:\n"
-              "    print(type(e).__name__)\n")
+    script = ("import os, webeval.runtime.input as i\ntry:\n    i._pyautogui(None, dict(os.environ))\n"
+              "except Exception as e:\n    print(type(e).__name__)\n")
     done = subprocess.run([sys.executable, "-W", "default", "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "DISPLAY": ":98"}, timeout=60)
+                          env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
     assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
     assert "BufferedReader" not in done.stderr, done.stderr

@@ -17,7 +17,7 @@ from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.image import MIME, frame_for
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.slot import Slot
 from webeval.tasks import Task
 
 SIZES = [(1280, 720), (1920, 1080), (1366, 768)]
@@ -52,7 +52,7 @@ async def screen(request, runtime):
         await runtime.ready()
         yield runtime, request.param
         return
-    runtime = WorkerRuntime(width, height, None)
+    runtime = Slot(width, height, None)
     await runtime.ready()
     try:
         yield runtime, request.param

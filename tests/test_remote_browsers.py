@@ -20,7 +20,7 @@ from tests.runs import Run, records, run, summary, wait_for
 from webeval.report.environment import read_environment
 from webeval.runtime.leases import Leases
 from webeval.runtime.providers import INPUT_PATHS, Provider
-from webeval.runtime.remote import RemoteBrowser, RemoteRuntime
+from webeval.runtime.remote import RemoteBrowser, RemoteSlot
 
 SMALL = ["-k", "Shop"]
 
@@ -105,10 +105,10 @@ HOLDER = textwrap.dedent("""
     from pathlib import Path
     from webeval.runtime.leases import Leases
     from webeval.runtime.providers import Provider
-    from webeval.runtime.remote import RemoteRuntime
+    from webeval.runtime.remote import RemoteSlot
 
     async def hold(endpoint, folder):
-        runtime = await RemoteRuntime(640, 480, Provider("cdp", endpoint), Leases(Path(folder), 3.0)).ready()
+        runtime = await RemoteSlot(640, 480, Provider("cdp", endpoint), Leases(Path(folder), 3.0)).ready()
         await runtime.browser.new_session(Path(folder) / "attempt")
         await asyncio.sleep(3600)
 
@@ -127,7 +127,7 @@ async def test_a_lease_whose_holder_died_or_hangs_is_reaped_once_its_ttl_ran_out
     with cdp_chromium(tmp_path) as (_, endpoint):
         holder = subprocess.Popen([sys.executable, "-c", HOLDER, endpoint, str(leases.folder)], cwd=ROOT,
                                   start_new_session=True)
-        runtime = await RemoteRuntime(640, 480, Provider("cdp", endpoint), leases).ready()
+        runtime = await RemoteSlot(640, 480, Provider("cdp", endpoint), leases).ready()
         reaper = runtime.browser
         try:
             await asyncio.to_thread(wait_for, leases.held, 60, "the holder's lease")

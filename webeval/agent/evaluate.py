@@ -1,7 +1,7 @@
 """`evaluate()`: one task, one attempt record. The episode in a fresh browser context, its evidence, the verdict.
 
-It is the one way a task is run: the pytest plugin maps its record to a test outcome, a benchmark or a script calls
-it directly. Infrastructure never becomes a reward of 0: a part of the runtime that died (or stopped answering)
+It is the one way a task is run: the pytest plugin maps its record to a test outcome, the rollout engine to a
+rollout, and a script calls it through `run_task()`. Infrastructure never becomes a reward of 0: a part of the runtime that died (or stopped answering)
 makes the attempt infra_error, a judge that failed makes it judge_failed, a runtime that cannot start makes it
 not_run (NotRun is raised). An exception while every part is alive and answering is a bug of the harness: it is
 raised, never masked.
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Callable
 
 from webeval.agent.environment import Environment, Prepared
@@ -20,16 +23,18 @@ from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.decide import Decision, Judge, Unparseable, decide
 from webeval.judges.rejudge import rejudge_record
-from webeval.outcomes.record import AttemptRecord, InfraError, Outcome
+from webeval.outcomes.record import AttemptRecord, InfraError, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.remote import RemoteSlot
+from webeval.runtime.slot import Slot
 from webeval.tasks import Task
 
-PolicyFactory = Callable[[TaskSession, Prepared], Policy]
+PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
+AnySlot = Slot | RemoteSlot
 # Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
 WATCHDOG_MARGIN_S = 45.0
 NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
@@ -37,9 +42,9 @@ NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Everything `evaluate` needs besides the task: the worker's runtime, the run's directory and choices."""
+    """Everything `evaluate` needs besides the task: the slot it runs on, the run's directory and choices."""
 
-    runtime: WorkerRuntime
+    slot: AnySlot
     run_dir: RunDir
     judge: Judge
     policy: PolicyFactory
@@ -88,40 +93,67 @@ def _infra(how: Evaluation, task: Task, error: InfraError, episode: Episode | No
 
 
 async def evaluate(task: Task, how: Evaluation) -> Attempt:
-    """Run one task to one attempt record; infrastructure errors are retried `how.infra_retries` times, each
-    retried attempt on record too (appended here), in a fresh context of a runtime started again if it died."""
+    """Run one task to one attempt record: the episode on the slot, then the verdict on its evidence."""
+    return await judge_acted(await act(task, how), how)
+
+
+@dataclass
+class Acted:
+    """An episode that has ended, its evidence written and its browser context closed: the slot is free again.
+    `attempt` is set when there is nothing to judge (the episode ended as infrastructure)."""
+
+    task: Task
+    prepared: Prepared
+    episode: Episode | None
+    began: float
+    attempt: Attempt | None = None
+
+
+async def act(task: Task, how: Evaluation) -> Acted:
+    """The episode, on the slot; infrastructure errors are retried `how.infra_retries` times, each retried attempt
+    on record too (appended here), in a fresh context of a slot started again if it died."""
     began = time.monotonic()
     prepared = how.environment.prepare(task)
-    episode: Episode | None = None  # the last attempt's, when a retry cannot start the runtime again
+    episode: Episode | None = None  # the last attempt's, when a retry cannot start the slot again
     for retry in range(how.infra_retries + 1):
         try:
-            await _ready(how.runtime)  # a runtime that cannot exist here (Xvfb missing, say) raises NotRun
+            await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
         except InfraError as exc:  # a part died while it started, every time
-            return Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode)
+            return Acted(task, prepared, episode, began,
+                         Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode))
         number, folder = how.run_dir.attempt_dir(task.id)
         episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
         infra = episode.infra
         if infra is None or infra.kind in NOT_RETRIED or retry == how.infra_retries:
             break
         how.run_dir.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
-    evidence = episode.evidence(prepared.task.goal)
-    episode.infra = episode.infra or how.environment.blocked(evidence)
+    episode.infra = episode.infra or how.environment.blocked(episode.evidence(prepared.task.goal))
     if episode.infra is not None:
-        return Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode)
-    decision = await decide(prepared.task, evidence, how.judge, how.unparseable)
+        return Acted(task, prepared, episode, began,
+                     Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode))
+    return Acted(task, prepared, episode, began)
+
+
+async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
+    """The verdict on an ended episode's evidence (no slot needed), and the attempt record it makes."""
+    if acted.attempt is not None:
+        return acted.attempt
+    episode = acted.episode
+    decision = await decide(acted.prepared.task, episode.evidence(acted.prepared.task.goal), how.judge,
+                            how.unparseable)
     if decision.verdict is not None:
         episode.verdict = decision.verdict
-        (folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
-    record = attempt_record(how, task, decision.outcome, episode=episode, decision=decision,
-                            duration_s=time.monotonic() - began)
+        (episode.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+    record = attempt_record(how, acted.task, decision.outcome, episode=episode, decision=decision,
+                            duration_s=time.monotonic() - acted.began)
     return Attempt(record, episode, decision.verdict)
 
 
-async def _ready(runtime: WorkerRuntime, starts: int = 3) -> None:
-    """The runtime started, or started again: a part killed while it starts gets another start."""
+async def _ready(slot: AnySlot, starts: int = 3) -> None:
+    """The slot started, or started again: a part killed while it starts gets another start."""
     for start in range(starts):
         try:
-            await runtime.ready()
+            await slot.ready()
             return
         except InfraError:
             if start == starts - 1:
@@ -131,7 +163,7 @@ async def _ready(runtime: WorkerRuntime, starts: int = 3) -> None:
 async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> Episode:
     """The episode in a fresh context, watched: if a part of the runtime dies, it ends at once as infrastructure.
     Its evidence is written before the context closes; a wall-clock watchdog bounds set-up, steps and tear-down."""
-    runtime = how.runtime
+    runtime = how.slot
     folder = episode.folder
     bound = how.budgets.task_timeout_s + WATCHDOG_MARGIN_S
     session: TaskSession | None = None
@@ -171,3 +203,34 @@ async def rejudge(task: Task, record: AttemptRecord, run_dir: RunDir, judge: Jud
     if after is None:
         return Attempt(record, recorded=True)
     return Attempt(after, verdict=verdict)
+
+
+async def run_task(task: Task, slot: AnySlot, policy: PolicyFactory, judge: Judge,
+                   run_dir: RunDir | Path | str | None = None, *, environment: Environment | None = None,
+                   budgets: Budgets | None = None, settle_cap_s: float = 3.0, infra_retries: int = 0,
+                   unparseable: Unparseable = "mask") -> AttemptRecord:
+    """Run one task on `slot` to its attempt record, appended to the run directory's results.jsonl.
+
+    `policy` makes each episode's policy (`webeval.oracle`, or a model's); `judge` reads the evidence; `environment`
+    is the benchmark's (where its sites are). Without `run_dir` the attempt goes to a new folder under the system's
+    temporary directory (the record's `path` is relative to it: `record.run_id` names it). A slot that cannot start
+    here (no Xvfb, no Chromium) gives a not_run record; an exception while every part of the slot is alive is a bug
+    of the harness, and it is raised.
+    """
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir) if run_dir else _scratch_run_dir())
+    folder.path.mkdir(parents=True, exist_ok=True)
+    how = Evaluation(slot=slot, run_dir=folder, judge=judge, policy=policy, environment=environment or Environment(),
+                     budgets=budgets or Budgets(), settle_cap_s=settle_cap_s, infra_retries=infra_retries,
+                     unparseable=unparseable)
+    began = time.monotonic()
+    try:
+        record = (await evaluate(task, how)).record
+    except NotRun as exc:
+        record = attempt_record(how, task, Outcome.not_run, kind=exc.kind,
+                                reason=f"precondition[{exc.kind}]: {exc.message}", duration_s=time.monotonic() - began)
+    folder.append(record)
+    return record
+
+
+def _scratch_run_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"webeval-{datetime.now():%Y%m%d-%H%M%S}-"))

@@ -12,8 +12,8 @@ from webeval.plugin.options import Settings
 from webeval.plugin.policies import STOP_EXIT_CODE
 from webeval.runtime.leases import DEFAULT_TTL_S, Leases
 from webeval.runtime.providers import Provider, parse_provider, unreachable
-from webeval.runtime.remote import RemoteRuntime
-from webeval.runtime.worker import WorkerRuntime
+from webeval.runtime.remote import RemoteSlot
+from webeval.runtime.slot import Slot
 
 LEASES = "leases"
 
@@ -55,11 +55,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(f"webeval: {problem}; check --browser", returncode=STOP_EXIT_CODE)
 
 
-def make_runtime(config: pytest.Config, settings: Settings) -> WorkerRuntime | RemoteRuntime:
+def make_runtime(config: pytest.Config, settings: Settings) -> Slot | RemoteSlot:
     width, height = settings.screen
     chosen = provider(config)
     if not chosen.remote:
-        return WorkerRuntime(width, height, settings.browser_path)
+        return Slot(width, height, settings.browser_path)
     folder = config.option.browser_leases or config.stash[RUN_DIR].path / LEASES
-    return RemoteRuntime(width, height, chosen, Leases(Path(folder), config.option.browser_lease_ttl),
+    return RemoteSlot(width, height, chosen, Leases(Path(folder), config.option.browser_lease_ttl),
                          settings.browser_path)

@@ -94,7 +94,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         stop_session(item, NO_POLICY)
         raise NotRun("no_policy", NO_POLICY)
     how = Evaluation(
-        runtime=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
+        slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
         policy=lambda session, prepared: make_policy(webeval_settings, session, prepared),
         environment=webeval_environment, budgets=webeval_settings.budgets,
         settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,

@@ -116,3 +116,9 @@ class OraclePolicy:
         amount = max(1, min(10, abs(distance) // 120))
         return ToolCall.of("computer", action="scroll", direction="down" if distance > 0 else "up", amount=amount,
                            x=width // 2, y=height // 2)
+
+
+def oracle(session, prepared) -> OraclePolicy:
+    """The policy factory that acts out each task's own solution: `run_task(task, slot, oracle, judge)`. It takes
+    the episode's session (to find elements on screen) and its prepared task (to move URLs where the sites are)."""
+    return OraclePolicy(session.locate, prepared.rewrite_url)

@@ -1,4 +1,4 @@
-"""A headed Chromium on the worker's display, driven through Playwright's async API; one fresh context per task."""
+"""A headed Chromium on a slot's display, driven through Playwright's async API; one fresh context per task."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+import psutil
 from playwright.async_api import Browser as PwBrowser
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
@@ -64,25 +65,13 @@ CONTEXT_OPEN_S = 20.0
 BROWSER_CLOSE_S = 10.0
 
 
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        for thread in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{thread}/children") as f:
-                found += [int(child) for child in f.read().split()]
-    except OSError:
-        pass
-    return found
-
-
 def process_alive(pid: int | None) -> bool:
     """True while the process runs (a zombie, dead but not yet reaped, is not alive)."""
     if pid is None:
         return False
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
         return False
 
 
@@ -151,14 +140,17 @@ class Browser:
 
     def _find_browser_pid(self) -> int | None:
         """Chromium's browser process: the driver's child that is not one of its helpers (no --type=)."""
-        for pid in _children(self.driver_pid) if self.driver_pid else []:
+        try:
+            children = psutil.Process(self.driver_pid).children() if self.driver_pid else []
+        except psutil.Error:
+            return None
+        for child in children:
             try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    args = f.read().split(b"\0")
-            except OSError:
+                args = child.cmdline()
+            except psutil.Error:
                 continue
-            if not any(arg.startswith(b"--type=") for arg in args) and b"--remote-debugging-pipe" in args:
-                return pid
+            if not any(arg.startswith("--type=") for arg in args) and "--remote-debugging-pipe" in args:
+                return child.pid
         return None
 
     @property

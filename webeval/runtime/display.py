@@ -1,7 +1,13 @@
-"""A private X display per worker: Xvfb picks a free display number itself (-displayfd)."""
+"""A private X display per slot: Xvfb picks a free display number itself (-displayfd).
+
+Several slots may live in one process, each with its own display and authority file. The X client libraries
+(python-xlib under PyAutoGUI, XCB under mss) read $DISPLAY and $XAUTHORITY when they connect, so every connection
+this process opens is made inside `x_client()`, which points both at one display for the length of the connect.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import select
@@ -9,11 +15,33 @@ import shutil
 import socket
 import struct
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.procs import spawn, stop
+
+
+_CLIENT_ENV = threading.Lock()
+
+
+@contextlib.contextmanager
+def x_client(env: dict[str, str]) -> Iterator[None]:
+    """$DISPLAY and $XAUTHORITY as `env` has them while an X client of this process connects, then as they were.
+    Connections are opened once per display and device, so holding one lock for each costs nothing."""
+    with _CLIENT_ENV:
+        before = {name: os.environ.get(name) for name in ("DISPLAY", "XAUTHORITY")}
+        os.environ.update({name: env[name] for name in before})
+        try:
+            yield
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 class Display:
@@ -32,7 +60,7 @@ class Display:
         if shutil.which("Xvfb") is None:
             raise NotRun("display", "Xvfb is not installed: run `make setup` (apt package xvfb)")
         began = time.monotonic()
-        # A cookie only this worker knows: no other process, another worker's included, can reach the display.
+        # A cookie only this slot knows: no other process, nor another slot of this one, can reach the display.
         self._auth.write_bytes(_xauth_entry(_FAMILY_WILD, b"", b"", self._cookie))
         read_fd, write_fd = os.pipe()
         # One spare row and column: a window exactly the size of the screen is treated as fullscreen.

@@ -1,6 +1,9 @@
-"""Visible input: real pointer and key events on the worker's X display through PyAutoGUI.
+"""Visible input: real pointer and key events on a slot's X display through PyAutoGUI.
 
-Every call blocks on X round trips, so the async core runs them on one dedicated thread (ordered, off the loop).
+Every call blocks on X round trips, so the async core runs them on one dedicated thread per device (ordered, off the
+loop). PyAutoGUI sends through one module-level X connection; here that name stands for the connection of the device
+whose thread is calling, so the slots of one process send at once, each to its own display, and a stuck X server
+holds up only its own slot.
 """
 
 from __future__ import annotations
@@ -8,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +21,7 @@ from typing import Callable, Iterator
 
 from webeval.actions import Computer
 from webeval.outcomes.record import InfraError
+from webeval.runtime.display import x_client
 from webeval.runtime.procs import spawn
 
 _DOUBLE_CLICK_PAUSE_S = 0.03
@@ -25,12 +29,36 @@ INPUT_S = 30.0  # the longest action (typing a long text) takes a few seconds; a
 _KEY_NAMES = {"return": "enter", "esc": "escape", "meta": "winleft", "super": "winleft", "cmd": "winleft"}
 
 
-def _pyautogui(connection):
-    """PyAutoGUI, sending through this device's own X connection.
+class _Sending(threading.local):
+    connection = None  # the X connection of the device whose thread this is
 
-    pyautogui binds to $DISPLAY when first imported; a restarted Xvfb (even one that got the same display number)
-    needs a new connection, so each device brings its own and hands it over before every action.
+
+_SENDING = _Sending()
+
+
+class _ThreadsConnection:
+    """What PyAutoGUI's module-level `_display` becomes: every use is a use of the calling thread's connection."""
+
+    def __getattr__(self, name: str):
+        return getattr(_SENDING.connection, name)
+
+
+def _pyautogui(connection, env: dict[str, str]):
+    """PyAutoGUI, sending through this device's own X connection from this thread.
+
+    pyautogui binds to $DISPLAY when first imported (its key map is read from that display: every Xvfb has the same
+    one); a restarted Xvfb, even one that got the same display number, needs a new connection, so each device brings
+    its own.
     """
+    _SENDING.connection = connection
+    gui = sys.modules.get("pyautogui")
+    if not isinstance(getattr(getattr(gui, "_pyautogui_x11", None), "_display", None), _ThreadsConnection):
+        with x_client(env):  # the first device imports it, the others wait and find it done
+            gui = _import_pyautogui()
+    return gui
+
+
+def _import_pyautogui():
     with _their_leaks():
         try:
             import pyautogui
@@ -38,14 +66,12 @@ def _pyautogui(connection):
         except Exception:
             _close_import_leftovers()  # a display that died under the import: its half-done work is closed too
             raise
-
-    pyautogui.PAUSE = 0
-    pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
-    if not hasattr(x11, "_webeval_devices"):
-        x11._webeval_devices = True
+    if not isinstance(x11._display, _ThreadsConnection):
+        pyautogui.PAUSE = 0
+        pyautogui.FAILSAFE = False  # (0, 0) is a legitimate click target, not an emergency stop
         x11._display.close()  # the connection pyautogui made on import: every device brings its own
         _close_import_leftovers()
-    x11._display = connection
+        x11._display = _ThreadsConnection()
     return pyautogui
 
 
@@ -123,16 +149,23 @@ class VisibleInput:
 
     def _connect(self):
         if self._connection is None:
-            os.environ.setdefault("DISPLAY", self.display_name)  # pyautogui connects to $DISPLAY on import
-            os.environ["XAUTHORITY"] = self._env["XAUTHORITY"]
             from Xlib.display import Display as XDisplay
 
-            with _their_leaks():
+            with _their_leaks(), x_client(self._env):
                 self._connection = XDisplay(self.display_name)
         return self._connection
 
     def _perform(self, a: Computer) -> None:
-        gui = _pyautogui(self._connect())
+        pasted = a.action == "type" and not (a.text or "").isascii()
+        if pasted:
+            self._to_clipboard(a.text or "")
+        gui = _pyautogui(self._connect(), self._env)
+        if pasted:
+            gui.hotkey("ctrl", "v")
+        else:
+            self._send(gui, a)
+
+    def _send(self, gui, a: Computer) -> None:
         if a.action == "click":
             gui.click(a.x, a.y)
         elif a.action == "double_click":
@@ -150,7 +183,7 @@ class VisibleInput:
             gui.moveTo(a.to_x, a.to_y)
             gui.mouseUp()
         elif a.action == "type":
-            self._type(gui, a.text or "")
+            gui.write(a.text or "")  # ASCII: non-ASCII text is pasted (pyautogui.write drops what it has no key for)
         elif a.action == "key":
             keys = [_KEY_NAMES.get(k.lower(), k.lower() if len(k) > 1 else k) for k in a.keys or ()]
             gui.hotkey(*keys)
@@ -163,11 +196,7 @@ class VisibleInput:
             else:
                 gui.hscroll(amount if a.direction == "right" else -amount)
 
-    def _type(self, gui, text: str) -> None:
-        if text.isascii():
-            gui.write(text)
-            return
-        # pyautogui.write drops characters it has no key for: non-ASCII text goes through the clipboard.
+    def _to_clipboard(self, text: str) -> None:
         proc = spawn(["xclip", "-selection", "clipboard", "-in"], env=self._env, stdin_pipe=True)
         try:
             proc.communicate(text.encode("utf-8"), timeout=5)
@@ -181,4 +210,3 @@ class VisibleInput:
             if time.monotonic() > deadline:
                 raise ConnectionError("the clipboard did not take the text to paste within 5 s")
             time.sleep(0.01)
-        gui.hotkey("ctrl", "v")

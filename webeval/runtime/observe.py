@@ -12,7 +12,7 @@ from isal import isal_zlib
 from PIL import Image
 
 from webeval.outcomes.record import InfraError
-from webeval.runtime.display import Display
+from webeval.runtime.display import Display, x_client
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _READERS: weakref.WeakKeyDictionary[Display, object] = weakref.WeakKeyDictionary()
@@ -45,7 +45,8 @@ def _reader(display: Display):
         import mss
 
         _keep_buffers_mapped()
-        reader = mss.MSS(display=display.name)
+        with x_client(display.env()):
+            reader = mss.MSS(display=display.name)
         _READERS[display] = reader
         weakref.finalize(display, reader.close)  # a replaced display takes its connection with it
     return reader

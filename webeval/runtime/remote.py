@@ -166,8 +166,8 @@ class RemoteBrowser:
             self._browser = None
 
 
-class RemoteRuntime:
-    """What WorkerRuntime is for a local browser, for a remote one: no display, input and observation by CDP."""
+class RemoteSlot:
+    """A slot whose browser is elsewhere: no display, input and observation by CDP."""
 
     display = None
 
@@ -192,7 +192,7 @@ class RemoteRuntime:
                 raise InfraError("driver", f"Playwright's driver did not start: {exc!r}") from None
         return self._pw
 
-    async def ready(self) -> "RemoteRuntime":
+    async def ready(self) -> "RemoteSlot":
         if self.browser is None or self.browser.dead_part() == "browser" or not await self.browser.responds():
             if self.browser is not None:
                 self.restarts += 1

@@ -1,9 +1,12 @@
-"""One worker's display, browser and input device: started again when they died, watched while a task runs."""
+"""A slot: one display, one browser and one input connection that episodes use in turn. What died is started
+again before the next episode; a running episode is watched, so that a part that dies ends it at once.
+
+A process may hold several slots (the rollout engine and `pytest --slots N` do): nothing here is process-wide.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Awaitable, TypeVar
 
 from webeval.outcomes.record import InfraError
@@ -19,10 +22,13 @@ RESPONDS_S = 5.0
 DYING_S = 1.0  # SIGKILL to Xvfb reapable: 2.3 ms median, 4.2 ms worst of 10 at load 0.7; the rest is for load
 
 
-class WorkerRuntime:
-    """The display and browser of one worker; both are started again if they died between tests."""
+class Slot:
+    """A display (Xvfb), a headed Chromium on it and the visible input device that acts on it.
 
-    def __init__(self, width: int, height: int, browser_path: str | None) -> None:
+    `async with Slot(1280, 720) as slot:` starts it; `ready()` before each episode starts again whatever died.
+    """
+
+    def __init__(self, width: int = 1280, height: int = 720, browser_path: str | None = None) -> None:
         self.width, self.height = width, height
         self.executable = find_chromium(browser_path)
         self.display: Display | None = None
@@ -30,7 +36,17 @@ class WorkerRuntime:
         self.device: VisibleInput | None = None
         self.restarts = 0
 
-    async def ready(self) -> "WorkerRuntime":
+    async def __aenter__(self) -> "Slot":
+        try:
+            return await self.ready()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def ready(self) -> "Slot":
         """Every part alive and answering; what died (or stopped answering) is started again. Every wait is bounded:
         Xvfb 10 s, the driver 30 s, Chromium's launch 30 s, its answer 5 s."""
         fresh: Browser | None = None
@@ -69,9 +85,6 @@ class WorkerRuntime:
             display.stop()
             raise
         self.display = display
-        # One display per worker process: its X clients (screen grabs, PyAutoGUI) all connect to this one.
-        os.environ["DISPLAY"] = display.name
-        os.environ["XAUTHORITY"] = str(display.env()["XAUTHORITY"])
         if self.device is not None:
             self.device.close()
         self.device = VisibleInput(display.name, display.env(), alive=lambda: display.alive)
