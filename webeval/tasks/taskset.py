@@ -122,12 +122,15 @@ class TaskSet(Sequence[Task]):
 
     def row(self, task_id: str) -> dict[str, Any]:
         """The task's line as written, as a JSON object."""
-        position = self.position(task_id)
-        path, line, raw = self._line(position)
-        return self.reader.row(path, line, raw)
+        return self.rows([task_id])[0]
 
-    def raw_line(self, position: int) -> bytes:
-        return self._line(position)[2]
+    def rows(self, task_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Each task's line as written, as a JSON object, in the order asked (read as get_many reads)."""
+        positions = [self.position(task_id) for task_id in task_ids]
+        raw = self._raw(positions)
+        for position, (path, line) in raw.items():
+            self._checked(path, position, line)
+        return [self.reader.row(raw[p][0], self._index.columns["line"][p], raw[p][1]) for p in positions]
 
     def where(self, task_id: str) -> tuple[Path, int]:
         """(file, line number) of a task."""
@@ -156,24 +159,22 @@ class TaskSet(Sequence[Task]):
                           sources=tuple(self._index.files),
                           sites={task_id: self.site(n) for n, task_id in enumerate(self.ids)})
 
-    def _line(self, position: int) -> tuple[Path, int, bytes]:
-        columns = self._index.columns
-        line_file = self._files[columns["file"][position]]
-        return line_file.path, columns["line"][position], line_file.read(columns["offset"][position],
-                                                                          columns["length"][position])
-
-    def _read(self, positions: Sequence[int]) -> list[Task]:
+    def _raw(self, positions: Sequence[int]) -> dict[int, tuple[Path, bytes]]:
+        """The lines at these positions, each file read in offset order (a gzip file in one pass)."""
         columns = self._index.columns
         by_file: dict[int, list[int]] = {}
         for position in sorted(set(positions), key=lambda p: columns["offset"][p]):
             by_file.setdefault(columns["file"][position], []).append(position)
-        read: dict[int, Task] = {}
+        read: dict[int, tuple[Path, bytes]] = {}
         for number, wanted in by_file.items():
             line_file = self._files[number]
             spans = [(columns["offset"][p], columns["length"][p]) for p in wanted]
-            for position, raw in zip(wanted, line_file.read_many(spans)):
-                read[position] = self._checked(line_file.path, position, raw)
-        return [read[p] for p in positions]
+            read.update((p, (line_file.path, raw)) for p, raw in zip(wanted, line_file.read_many(spans)))
+        return read
+
+    def _read(self, positions: Sequence[int]) -> list[Task]:
+        tasks = {position: self._checked(path, position, raw) for position, (path, raw) in self._raw(positions).items()}
+        return [tasks[p] for p in positions]
 
     def _checked(self, path: Path, position: int, raw: bytes) -> Task:
         line = self._index.columns["line"][position]

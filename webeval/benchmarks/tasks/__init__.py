@@ -18,13 +18,14 @@ from typing import AsyncIterator
 
 import pytest
 
-from webeval.benchmarks.tasks.spec import TaskEntry, read_task_file
+from webeval.benchmarks.tasks.selection import Selection, select
+from webeval.benchmarks.tasks.spec import TaskEntry
 from webeval.benchmarks.tasks.verify import TaskFileSites, judge_of
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, check_endpoint, with_profile
 from webeval.judges.decide import Judge
 from webeval.plugin import suite
 from webeval.plugin.policies import STOP_EXIT_CODE
-from webeval.tasks import Population, Task, TaskFileError, population_of
+from webeval.tasks import Population, Task, TaskFileError
 
 __all__ = ["judge_config", "parametrize"]
 
@@ -36,6 +37,7 @@ class TaskFile:
     tasks: list[Task]
     entries: dict[str, TaskEntry]
     judge: JudgeConfig | None  # the rubric judge, when one is configured
+    total: int = 0  # the tasks in the file, of which the population is a selection when fewer
 
     @property
     def rubrics(self) -> int:
@@ -49,7 +51,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tasks", "webeval: task files (suites/tasks)")
     add = group.addoption
     add("--tasks-file", default=None, metavar="PATH",
-        help="the task file to run: JSONL, or YAML (format: docs/suites.md)")
+        help="the task file to run: JSONL (optionally .gz, or a folder of them), or YAML (format: docs/suites.md)")
+    add("--tasks-site", action="append", default=None, metavar="NAME",
+        help="run only the tasks of this site (repeat for more); for task sets too large to run whole")
+    add("--tasks-split", default=None, metavar="DIR", help="run only the test side of a `webeval split` folder")
+    add("--tasks-sample", type=int, default=None, metavar="N", help="run N tasks drawn with --tasks-seed")
+    add("--tasks-seed", type=int, default=0, metavar="S", help="the seed of --tasks-sample (default 0)")
     add("--judge-base-url", default=None, help="the rubric judge's OpenAI-compatible endpoint")
     add("--judge-model", default=None, help="the rubric judge's (multimodal) model")
     add("--judge-api-key-env", default=None, metavar="ENV", help="the environment variable holding the judge's key")
@@ -85,12 +92,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.tasks_file is None:
         raise pytest.UsageError("this suite runs a task file: pass --tasks-file PATH (the format: docs/suites.md)")
     path = Path(config.option.tasks_file)
+    option = config.option
+    chosen = Selection(tuple(site.strip() for value in option.tasks_site or [] for site in value.split(",")
+                             if site.strip()),
+                       Path(option.tasks_split) if option.tasks_split else None, option.tasks_sample, option.tasks_seed)
     try:
-        tasks, entries = read_task_file(path)
+        selected = select(path, chosen)
     except TaskFileError as exc:
         raise pytest.UsageError(str(exc)) from None
-    population = population_of(path.stem, tasks, [path])
-    config.stash[LOADED] = TaskFile(path, population, tasks, entries, judge_config(config))
+    config.stash[LOADED] = TaskFile(path, selected.population, selected.tasks, selected.entries, judge_config(config),
+                                    selected.total)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -109,7 +120,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if loaded is None:
         return []
     kinds = Counter(entry.verifier for entry in loaded.entries.values())
-    lines = [f"task file: {loaded.path}, {loaded.population.size} tasks ("
+    of = f" of {loaded.total:,} ({loaded.population.name})" if loaded.total > loaded.population.size else ""
+    lines = [f"task file: {loaded.path}, {loaded.population.size} tasks{of} ("
              + ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) + ")"]
     if loaded.rubrics:
         lines.append(loaded.judge.describe() if loaded.judge is not None else

@@ -83,7 +83,11 @@ class TaskEntry(Frozen):
     answer: Match | None = None
     url: Match | None = None
     page: PageProbe | None = None
-    rubric: list[str] | None = Field(default=None, min_length=1)
+    # criteria (a list, or one text), or WebGym's fact groups: a list of groups, each a list of criteria
+    rubric: list[str] | list[list[str]] | None = Field(default=None, min_length=1)
+    domain: str | None = Field(default=None, min_length=1)
+    difficulty: int | None = Field(default=None, ge=1)
+    parent: str | None = None
     max_steps: int | None = Field(default=None, ge=1)
     tags: list[str] = Field(default_factory=list)
     solution: list[OracleStep] | None = None
@@ -95,13 +99,24 @@ class TaskEntry(Frozen):
             return {**data, "rubric": [data["rubric"]]}
         return data
 
+    @property
+    def fact_groups(self) -> list[list[str]] | None:
+        """The rubric as fact groups (a plain list of criteria: one group each)."""
+        if self.rubric is None:
+            return None
+        return [group if isinstance(group, list) else [group] for group in self.rubric]
+
+    @property
+    def criteria(self) -> list[str]:
+        return [criterion for group in self.fact_groups or [] for criterion in group]
+
     @model_validator(mode="after")
     def _one_verifier(self) -> "TaskEntry":
         given = [name for name in VERIFIERS if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError(f"a task needs exactly one verifier of {', '.join(VERIFIERS)} "
                              f"({'none' if not given else ' and '.join(given)} given)")
-        if self.rubric is not None and not all(criterion.strip() for criterion in self.rubric):
+        if self.rubric is not None and (not all(self.fact_groups) or not all(c.strip() for c in self.criteria)):
             raise ValueError("a rubric criterion is empty")
         return self
 
@@ -111,10 +126,10 @@ class TaskEntry(Frozen):
 
     def task(self) -> dict[str, Any]:
         """The core's Task (its rubric as one group per criterion); the verifier stays with the entry."""
-        fields = self.model_dump(include={"id", "site", "goal", "start_url", "max_steps", "tags", "solution"},
-                                 exclude_none=True)
+        fields = self.model_dump(include={"id", "site", "goal", "start_url", "domain", "difficulty", "parent",
+                                          "max_steps", "tags", "solution"}, exclude_none=True)
         if self.rubric is not None:
-            fields["rubric"] = [[criterion] for criterion in self.rubric]
+            fields["rubric"] = self.fact_groups
         return fields
 
 

@@ -97,7 +97,7 @@ def judge_of(entries: dict[str, TaskEntry], model: Judge | None) -> Judge:
 
 
 async def rubric_verdict(model: Judge, task: Task, entry: TaskEntry, evidence: Evidence) -> Verdict:
-    criteria = "\n".join(f"- {criterion}" for criterion in entry.rubric or [])
+    criteria = "\n".join(f"- {criterion}" for criterion in entry.criteria)
     goal = f"{evidence.goal or task.goal}\n\nThe task is accomplished only when all of these hold:\n{criteria}"
     verdict = await model(task, evidence.model_copy(update={"goal": goal}))
     return verdict.model_copy(update={"judge": f"{NAME}-rubric ({verdict.judge})",

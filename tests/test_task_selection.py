@@ -1,0 +1,79 @@
+"""A task file too large to collect whole (`pytest suites/tasks --tasks-file` of 300,000 tasks): `--co` says in one
+line how to select, and a selection (by site, split or sample) is the session's population."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from fixtures.task_sets import write_tasks
+from tests.runs import run
+from webeval.benchmarks.tasks.selection import Selection, select
+from webeval.cli import main
+from webeval.tasks import TaskFileError
+
+SUITE = "suites/tasks"
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    return write_tasks(tmp_path_factory.mktemp("big") / "webgym.jsonl", 300_000)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return {"WEBEVAL_CACHE": str(tmp_path_factory.mktemp("cache"))}
+
+
+def collected(output: str) -> list[str]:
+    return re.findall(r"test_tasks\.py::test_task\[([^\]]+)\]", output)
+
+
+def test_collecting_a_300k_file_says_how_to_select(big, cache, tmp_path):
+    job = run([SUITE, "--tasks-file", str(big), "--co"], tmp_path, env=cache)
+    assert job.proc.returncode == 4, job.output
+    errors = [line for line in job.output.splitlines() if line.startswith("ERROR")]
+    assert errors == [f"ERROR: {big} holds 300,000 tasks, more than a session collects (5,000): select some with "
+                      "--tasks-site NAME, --tasks-split DIR (the test side of `webeval split`) or --tasks-sample N "
+                      "[--tasks-seed S] (docs/tasksets.md)"], job.output
+    sampled = run([SUITE, "--tasks-file", str(big), "--tasks-sample", "20", "--tasks-seed", "3", "--co"], tmp_path,
+                  env=cache)
+    assert sampled.proc.returncode == 0 and len(collected(sampled.output)) == 20, sampled.output
+    again = run([SUITE, "--tasks-file", str(big), "--tasks-sample", "20", "--tasks-seed", "3", "--co"], tmp_path,
+                env=cache)
+    assert collected(again.output) == collected(sampled.output)  # the seed's sample, again
+    site = run([SUITE, "--tasks-file", str(big), "--tasks-site", "site7", "--co"], tmp_path, env=cache)
+    assert collected(site.output) == [f"site7--{k}" for k in range(7, 300_000, 5000)], site.output
+    header = run([SUITE, "--tasks-file", str(big), "--tasks-site", "site7", "--co", "-v"], tmp_path, env=cache)
+    assert f"task file: {big}, 60 tasks of 300,000 (webgym[site=site7]) (60 rubric)" in header.output, header.output
+
+
+def test_a_split_selects_its_test_side_and_bad_selections_are_one_line(cache, tmp_path, monkeypatch, capsys):
+    path = write_tasks(tmp_path / "set.jsonl", 6000, sites=600)
+    monkeypatch.setenv("WEBEVAL_CACHE", cache["WEBEVAL_CACHE"])
+    assert main(["split", str(path), "--test-sites", "3", "--seed", "2", "--out", str(tmp_path / "split")]) == 0
+    test_sites = json.loads((tmp_path / "split" / "split.json").read_text())["test_sites"]
+    job = run([SUITE, "--tasks-file", str(path), "--tasks-split", str(tmp_path / "split"), "--co"], tmp_path, env=cache)
+    ids = collected(job.output)
+    assert len(ids) == 30 and {i.split("--")[0] for i in ids} == set(test_sites), job.output
+    for selection, error in ((Selection(sites=("nowhere",)), "--tasks-site 'nowhere': no task of"),
+                             (Selection(sample=7000), "--tasks-sample 7000: choose between 1 and 6000 tasks"),
+                             (Selection(split=tmp_path), "--tasks-split: "),
+                             (Selection(), "holds 6,000 tasks, more than a session collects (5,000)")):
+        with pytest.raises(TaskFileError) as raised:
+            select(path, selection)
+        assert error in str(raised.value) and "\n" not in str(raised.value)
+    assert len(select(path, Selection(sample=50, seed=1)).tasks) == 50
+
+
+def test_a_generated_file_is_a_task_file_for_the_suite(cache, tmp_path):
+    rows = [{"id": f"gen--{k}", "site": "Allrecipes", "domain": "food", "goal": f"Find recipe {k}.",
+             "start_url": "https://www.allrecipes.com/", "rubric": [["The recipe is named", "It is vegetarian"],
+                                                                   ["Its prep time is given"]],
+             "difficulty": 2, "tags": ["generated"]} for k in range(3)]
+    path = tmp_path / "generated.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    job = run([SUITE, "--tasks-file", str(path), "--co"], tmp_path, env=cache)
+    assert collected(job.output) == ["gen--0", "gen--1", "gen--2"], job.output
