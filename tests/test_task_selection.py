@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.task_sets import write_tasks
 from tests.runs import run
-from webeval.benchmarks.tasks.selection import Selection, select
+from webeval.benchmarks.tasks.task_subsets import Selection, select
 from webeval.cli import main
 from webeval.tasks import TaskFileError
 

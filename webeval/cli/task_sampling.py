@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from webeval.cli import CommandError
+from webeval.cli.tasksets import open_taskset
 from webeval.tasks.curriculum import Band, Curriculum, CurriculumError, Exclusion
 
 DEFAULT_BANDS = "1-2,3-4,5+"
@@ -36,14 +37,10 @@ def exclusion(path: Path | None) -> Exclusion | None:
         return None
     if (path / "split.json").is_file() or path.name == "split.json":
         return Exclusion.from_split(path)
-    from webeval.cli.tasks import open_taskset
-
     return Exclusion.from_tasks(open_taskset(path))
 
 
 def run(args: argparse.Namespace) -> int:
-    from webeval.cli.tasks import open_taskset
-
     if args.batches < 1:
         raise CommandError(f"--batches {args.batches}: ask for at least 1")
     try:

@@ -18,7 +18,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from webeval.benchmarks.tasks.selection import Selection, select
+from webeval.benchmarks.tasks.task_subsets import Selection, select
 from webeval.benchmarks.tasks.spec import TaskEntry
 from webeval.benchmarks.tasks.verify import TaskFileSites, judge_of
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, check_endpoint, with_profile
