@@ -5,10 +5,12 @@ what is written is a task file for the index and for `pytest suites/tasks`."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
+from tests.runs import run
 from webeval.cli import main
 from webeval.tasks import read_jsonl
 from webeval.tasks.rubric_writing import PROMPT_VERSION
@@ -86,7 +88,9 @@ def test_rubrics_are_written_as_fact_groups_and_failures_are_reported(tmp_path, 
     assert report["asked"] == 1 + 3 + 3 + 2 + 1  # the paper was asked twice: unreadable, then fine
     asked_again = [r for r in stub.requests if "paper" in r["messages"][1]["content"]][-1]
     assert "Your reply could not be used (unreadable reply" in asked_again["messages"][-1]["content"]
-    assert len(TaskSet.open(out)) == 3  # a task file the index reads
+    assert len(TaskSet.open(out)) == 3  # a task file the index reads, and the task file suite collects
+    job = run(["suites/tasks", "--tasks-file", str(out), "--co"], tmp_path)
+    assert re.findall(r"test_task\[([^\]]+)\]", job.output) == ["Allrecipes--1", "ArXiv--4", "bbc-1"], job.output
 
 
 def test_an_endpoint_that_fails_writes_nothing(tmp_path, capsys):
