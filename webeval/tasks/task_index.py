@@ -91,7 +91,8 @@ class TaskIndex:
         return self.positions.get(task_id)
 
     def fresh(self, files: list[Path]) -> bool:
-        return [str(f) for f in files] == self.files and [Fingerprint.of(f) for f in files] == self.fingerprints
+        return [str(f.resolve()) for f in files] == self.files and \
+            [Fingerprint.of(f) for f in files] == self.fingerprints
 
     def to_bytes(self) -> bytes:
         header = {"format": FORMAT, "source": self.source, "reader": self.reader, "files": self.files,
@@ -163,7 +164,7 @@ def build(source: Path, reader: RowReader, progress: Progress | None = None,
                                   f"{after.st_size} bytes): no index written; index it again once it is complete")
     if not ids:
         raise TaskFileError(f"{source}: no tasks in it")
-    return TaskIndex(str(Path(source).resolve()), reader.name, [str(f) for f in files], fingerprints,
+    return TaskIndex(str(Path(source).resolve()), reader.name, [str(f.resolve()) for f in files], fingerprints,
                      digest.hexdigest(), tuple(ids), columns, sites.values, hosts.values, domains.values, positions)
 
 

@@ -30,7 +30,7 @@ class TaskSet(Sequence[Task]):
         self.index_path = index_path
         self.built = built  # True when this open built the index, False when it reused it
         self.reader = reader
-        known = {str(f.path): f for f in line_files or []}
+        known = {str(f.path.resolve()): f for f in line_files or []}
         self._files = [known.get(f) or LineFile(Path(f)) for f in index.files]
 
     @classmethod
