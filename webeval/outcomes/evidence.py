@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 EVIDENCE = "evidence.json"
+IMPORTED_ACTION = "imported"  # the tool of an action in its source's own words (`webeval import`): its `text` is it
 
 
 class EvidenceError(ValueError):

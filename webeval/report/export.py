@@ -24,7 +24,8 @@ from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 
 
-def _steps(folder: Path) -> list[dict[str, Any]]:
+def read_steps(folder: Path) -> list[dict[str, Any]]:
+    """The steps of an attempt folder's trajectory.jsonl, oldest first; a torn line is left out."""
     path = folder / "trajectory.jsonl"
     if not path.is_file():
         return []
@@ -46,7 +47,7 @@ def _goal(folder: Path) -> str:
 
 def line(run_dir: RunDir, record: AttemptRecord) -> dict[str, Any]:
     folder = run_dir.path / record.path if record.path else None
-    steps = _steps(folder) if folder is not None else []
+    steps = read_steps(folder) if folder is not None else []
     goal = _goal(folder) if folder is not None else ""
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": goal}]}] if goal else []
     for step in steps:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from webeval.outcomes.evidence import IMPORTED_ACTION
+
 _MAX_TEXT = 48
 
 
@@ -40,6 +42,8 @@ def describe(action: dict[str, Any]) -> str:
         return f"tabs {action.get('action', '')} {target}"
     if tool == "terminate":
         return f"terminate {action.get('status', '')}: {_short(action.get('answer', ''))}"
+    if tool == IMPORTED_ACTION:
+        return _short(action.get("text", ""))
     return str(tool or "action")
 
 

@@ -112,11 +112,15 @@ def stored_config(run_dir: Path) -> dict[str, Any]:
     if not (run_dir / POPULATION).is_file():
         raise pytest.UsageError(f"--rejudge {run_dir}: not a run directory (no {POPULATION})")
     try:
-        return json.loads((run_dir / RUN_CONFIG).read_text(encoding="utf-8"))
+        stored = json.loads((run_dir / RUN_CONFIG).read_text(encoding="utf-8"))
     except OSError:
         return {}
     except ValueError:
         raise pytest.UsageError(f"{run_dir / RUN_CONFIG}: not valid JSON") from None
+    if stored.get("tasks_file") and not Path(stored["tasks_file"]).is_absolute():
+        # a task file kept inside the run (an imported run's) travels with it
+        stored["tasks_file"] = str(run_dir / stored["tasks_file"])
+    return stored
 
 
 def judge_config(option: Any, stored: dict[str, Any], root: Path) -> JudgeConfig:

@@ -31,7 +31,7 @@ from PIL import Image
 
 from webeval.judges.protocols.pinned import PromptPin, locate
 from webeval.judges.webvoyager import Endpoint, ModelJudge
-from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.evidence import IMPORTED_ACTION, Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
@@ -104,13 +104,15 @@ def _jpeg(path: Path) -> dict[str, Any]:
 
 def action_history(evidence: Evidence) -> list[str]:
     """Each action the agent took, with the URL it was taken on; the closing answer is the agent's claim, not an
-    action, and is left out."""
+    action, and is left out. An imported action is its source's own text (as upstream's action history is)."""
     lines = []
     for index, action in enumerate(evidence.actions):
         if action.get("tool") == "terminate":
             continue
         url = evidence.urls[index] if index < len(evidence.urls) else ""
-        lines.append(json.dumps(action, ensure_ascii=False) + (f" (on {url})" if url else ""))
+        said = str(action.get("text", "")) if action.get("tool") == IMPORTED_ACTION else json.dumps(
+            action, ensure_ascii=False)
+        lines.append(said + (f" (on {url})" if url else ""))
     return lines
 
 
