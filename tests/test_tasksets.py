@@ -203,3 +203,14 @@ def test_the_cache_root_honours_xdg_cache_home(tmp_path, monkeypatch):
 def test_a_row_reads_back_as_written(cache, tmp_path):
     path = write_tasks(tmp_path / "t.jsonl", 10)
     assert TaskSet.open(path).row("site4--4") == json.loads(task_line(4))
+
+
+def test_a_cache_that_cannot_be_written_is_one_line(tmp_path, monkeypatch, capsys):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("WEBEVAL_CACHE", str(blocked))
+    path = write_tasks(tmp_path / "t.jsonl", 10)
+    assert main(["tasks", "index", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"webeval tasks index: error: {path}: cannot keep its index in {blocked / 'task-index'} (")
+    assert err.endswith("set $WEBEVAL_CACHE to a folder you can write") and len(err.splitlines()) == 1

@@ -102,8 +102,8 @@ class Exclusion:
                    frozenset(tasks.ids))
 
     def excludes(self, tasks: TaskSet, position: int) -> bool:
-        return (tasks.site(position) in self.sites or tasks.registered_domain(position) in self.domains
-                or tasks.ids[position] in self.ids)
+        return (tasks.site(position) in self.sites or tasks.ids[position] in self.ids
+                or bool(self.domains) and tasks.registered_domain(position) in self.domains)
 
 
 class Choice(BaseModel):

@@ -203,8 +203,8 @@ def ensure(source: Path, reader: RowReader, progress: Progress | None = None, li
     index = load(where)
     if index is not None and index.fresh(files):
         return index, where, False
-    where.parent.mkdir(parents=True, exist_ok=True)
     try:
+        where.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(where) + ".lock", timeout=LOCK_TIMEOUT_S):
             index = load(where)
             if index is not None and index.fresh(source_files(source)):
@@ -214,4 +214,7 @@ def ensure(source: Path, reader: RowReader, progress: Progress | None = None, li
     except Timeout:
         raise TaskFileError(f"{source}: another process has been indexing it for {LOCK_TIMEOUT_S:g} s "
                             f"({where}.lock): wait for it or remove the lock") from None
+    except OSError as exc:
+        raise TaskFileError(f"{source}: cannot keep its index in {where.parent} ({exc.strerror}): set "
+                            f"${CACHE_ENV} to a folder you can write") from None
     return index, where, True
