@@ -22,7 +22,8 @@ from webeval.judges.rubric_generation import REASKS, Failure, Written, write_rub
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.redact import redact
 from webeval.tasks import TaskFileError
-from webeval.tasks.population import jsonl_rows, read_task_text
+from webeval.tasks.line_files import LineFile, numbered_lines
+from webeval.tasks.task_rows import json_object
 from webeval.tasks.rubric_writing import PROMPT_VERSION, read_seeds
 
 
@@ -83,7 +84,9 @@ def _write(out: Path, written: list[Written]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        seeds = read_seeds(args.seeds, jsonl_rows(args.seeds, read_task_text(args.seeds)))
+        lines = numbered_lines(LineFile(args.seeds))  # streamed: a seeds file may be larger than a task file's cap
+        seeds = read_seeds(args.seeds, ((line, json_object(args.seeds, line, raw)) for line, _, raw in lines
+                                        if raw.strip()))
     except TaskFileError as exc:
         raise CommandError(str(exc)) from None
     endpoint = _endpoint(args)

@@ -12,6 +12,7 @@ another task.
 from __future__ import annotations
 
 from collections import Counter
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence, overload
 
@@ -58,11 +59,16 @@ class TaskSet(Sequence[Task]):
     def ids(self) -> tuple[str, ...]:
         return self._index.ids
 
-    @property
+    @cached_property
     def sites(self) -> dict[str, int]:
         """Tasks per site, in order of first appearance."""
         counts = Counter(self._index.columns["site"])
         return {self._index.sites[n]: counts[n] for n in sorted(counts)}
+
+    @property
+    def name(self) -> str:
+        """The set's file or folder name without `.jsonl` and `.gz`."""
+        return self.source.name.removesuffix(".gz").removesuffix(".jsonl")
 
     def __len__(self) -> int:
         return len(self._index)
@@ -155,7 +161,7 @@ class TaskSet(Sequence[Task]):
 
     def population(self, name: str | None = None) -> Population:
         """The fixed denominator over every task of the set."""
-        return Population(name=name or self.source.name.split(".")[0], ids=self.ids, sha256=self.sha256,
+        return Population(name=name or self.name, ids=self.ids, sha256=self.sha256,
                           sources=tuple(self._index.files),
                           sites={task_id: self.site(n) for n, task_id in enumerate(self.ids)})
 

@@ -108,7 +108,7 @@ def select(path: Path, selection: Selection) -> Selected:
     ids = [taskset.ids[n] for n in positions]
     tasks = taskset.get_many(ids)
     entries = {task_id: TaskEntry.model_validate(row) for task_id, row in zip(ids, taskset.rows(ids))}
-    name = path.name.split(".")[0]
+    name = taskset.name
     if selection:
         name, sha = f"{name}[{selection.describe()}]", hashlib.sha256(
             f"{taskset.sha256}\n{selection.describe()}\n".encode()).hexdigest()
