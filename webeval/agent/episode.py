@@ -25,6 +25,8 @@ class StepRecord:
     retries: int = 0
     latency_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    screenshot_sha256: str = ""
+    tokens: dict[str, list] | None = None  # the policy's token ids and log-probabilities for this turn, as received
 
 
 @dataclass

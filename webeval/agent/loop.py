@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -155,7 +156,8 @@ class AgentLoop:
         t3 = time.monotonic()
         timings["policy"] = t3 - t2
         record = StepRecord(step=number, screenshot=shot, url=page.url, title=title, raw=turn.raw, usage=turn.usage,
-                            retries=turn.retries, latency_s=round(turn.latency_s or timings["policy"], 4))
+                            retries=turn.retries, latency_s=round(turn.latency_s or timings["policy"], 4),
+                            screenshot_sha256=hashlib.sha256(png).hexdigest(), tokens=turn.tokens)
         if turn.end is not None:
             episode.failure_class, episode.reason = turn.end
             await writing

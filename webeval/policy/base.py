@@ -37,6 +37,7 @@ class PolicyTurn:
     latency_s: float = 0.0
     invalid: str | None = None
     end: tuple[FailureClass, str] | None = None
+    tokens: dict[str, list] | None = None  # prompt and generation token ids and log-probabilities, as received
 
 
 class Policy(Protocol):

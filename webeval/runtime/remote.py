@@ -225,7 +225,12 @@ class RemoteSlot:
         next_probe = time.monotonic() + PROBE_EVERY_S
         try:
             while True:
-                done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
+                except asyncio.CancelledError:  # a watchdog or a cut: the work stops with it, never left running
+                    task.cancel()
+                    await asyncio.wait({task}, timeout=RESPONDS_S)
+                    raise
                 if done:
                     return task.result()
                 dead = self.dead_part()

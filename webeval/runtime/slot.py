@@ -121,7 +121,12 @@ class Slot:
         it raises while a part dies (a closed target, a lost connection) is that part's InfraError."""
         task = asyncio.ensure_future(work)
         while True:
-            done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
+            try:
+                done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
+            except asyncio.CancelledError:  # a watchdog or a cut: the work stops with it, never left running
+                task.cancel()
+                await asyncio.wait({task}, timeout=RESPONDS_S)
+                raise
             if done:
                 error = task.exception()
                 if error is not None and not isinstance(error, InfraError) and isinstance(error, Exception):

@@ -26,11 +26,13 @@ from webeval.policy.openai.image import Encoded, encode, frame_for
 from webeval.policy.openai.profile import Profile, sampling
 from webeval.policy.openai.record import ReplayDiverged
 from webeval.policy.openai.responses import ResponsesConversation, read_response, responses_body
+from webeval.policy.openai.tokens import turn_tokens
 from webeval.policy.openai.uitars import UITarsAdapter
 from webeval.policy.openai.webvoyager import Marks, WebVoyagerAdapter
 from webeval.tasks import Task
 
 DUMP_FOLDER = "model-input"  # --dump-observation: what the model received, per step
+APPEND_ONLY = 1 << 30  # screenshots and steps kept by an append-only conversation: all of them
 
 
 def make_adapter(profile: Profile, screen: tuple[int, int], marks: Marks | None) -> Adapter:
@@ -86,6 +88,9 @@ class OpenAIPolicy:
         if self.profile.api == "responses":
             self.conversation = ResponsesConversation(self.adapter.instructions(), task.goal, self.profile,
                                                       getattr(self.adapter, "screenshot_in_output", False))
+        elif self.profile.history == "append-only":  # nothing left out or rewritten: each prompt extends the last
+            self.conversation = Conversation(self.adapter.instructions(), task.goal, APPEND_ONLY, APPEND_ONLY,
+                                             self.profile.image_detail, "keep")
         else:
             self.conversation = Conversation(self.adapter.instructions(), task.goal, self.profile.screenshots,
                                              self.profile.history_steps, self.profile.image_detail,
@@ -147,6 +152,8 @@ class OpenAIPolicy:
             self._replied_nothing()
             return choice
         message, finish = choice
+        if self.profile.token_ids:
+            turn.tokens = turn_tokens(reply).as_dict()
         self.conversation.replied(assistant_message(message, step))
         turn.raw = json.dumps(message, ensure_ascii=False)  # reasoning_content included, as received
         return self.adapter.read(message, finish)

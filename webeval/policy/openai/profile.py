@@ -150,6 +150,12 @@ class Profile(_Table):
     image_detail: Literal["auto", "low", "high"] = "auto"
     screenshots: int = Field(default=3, ge=1, le=50)  # screenshots kept in the prompt; older ones become a stub
     history_steps: int = Field(default=20, ge=1, le=1000)  # steps kept in the prompt at all; older ones are dropped
+    # windowed: the last `screenshots` images and `history_steps` steps (a bounded prompt). append-only: every turn's
+    # prompt is the previous one extended (every image, every reply as received, reasoning included), as trainers
+    # that check token prefixes (NeMo-RL) need.
+    history: Literal["windowed", "append-only"] = "windowed"
+    # Ask a vLLM endpoint for each turn's prompt and generated token ids and log-probabilities (rollouts do).
+    token_ids: bool = False
     timeout_s: float = Field(default=60.0, gt=0)  # one HTTP call
     retries: int = Field(default=3, ge=0, le=20)
     backoff_s: float = Field(default=1.0, ge=0)  # first wait after a failure; doubles each time
@@ -215,6 +221,8 @@ class Profile(_Table):
         if (self.api == "responses") != (self.max_tokens_param == "max_output_tokens"):
             right = "max_output_tokens" if self.api == "responses" else "max_tokens or max_completion_tokens"
             return f"max_tokens_param {self.max_tokens_param!r} does not fit api {self.api!r}: use {right}"
+        if self.token_ids and self.api != "chat":
+            return "token_ids are read from chat completions (vLLM's parameters): set api = \"chat\""
         if self.api == "responses" and self.chain == "previous_response_id" and self.reasoning_history != "keep":
             return (f"reasoning_history {self.reasoning_history!r} needs chain = \"full_input\": with "
                     "previous_response_id the server keeps the whole history, reasoning included")
@@ -241,11 +249,18 @@ class Profile(_Table):
         return None
 
 
+# vLLM's parameters for token-exact turns: the chosen token's log-probability only, tokens as `token_id:<id>`, and
+# the prompt's and the generation's token ids on the response.
+TOKEN_ID_PARAMETERS = {"logprobs": True, "top_logprobs": 0, "return_tokens_as_token_ids": True,
+                       "return_token_ids": True}
+
+
 def sampling(profile: Profile) -> dict[str, Any]:
     """The request's sampling and length parameters, then the server-specific fields, as the profile sets them."""
     chosen: dict[str, Any] = {name: getattr(profile, name) for name in ("temperature", "top_p")
                               if getattr(profile, name) is not None}
-    return {**chosen, profile.max_tokens_param: profile.max_tokens, **profile.extra_body}
+    tokens = TOKEN_ID_PARAMETERS if profile.token_ids and profile.api == "chat" else {}
+    return {**chosen, profile.max_tokens_param: profile.max_tokens, **tokens, **profile.extra_body}
 
 
 def make_profile(fields: dict[str, Any], source: str = "options") -> Profile:
