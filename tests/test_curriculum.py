@@ -10,6 +10,7 @@ import pytest
 
 from fixtures.task_sets import task_line, write_tasks
 from webeval.cli import main
+from webeval.rollouts.requests import parse_request
 from webeval.tasks.curriculum import Band, Choice, Curriculum, CurriculumError, Exclusion
 from webeval.tasks.taskset import TaskSet
 
@@ -47,6 +48,9 @@ def test_the_same_seed_gives_the_same_batches_and_any_batch_again(tasks):
     choice = batches[1][5]
     assert isinstance(choice, Choice) and (choice.seed, choice.batch, choice.position) == (3, 1, 5)
     assert Choice.model_validate_json(choice.model_dump_json()) == choice  # what a rollout record keeps
+    request = parse_request({"task_id": choice.task_id, "group_id": f"b{choice.batch}", "sample_index": 0,
+                             "seed": choice.seed, "curriculum": choice.model_dump()})
+    assert Choice.model_validate(request.curriculum) == choice  # the engine copies it into the record as it is
 
 
 def test_bands_take_their_weights_share_and_hold_only_their_difficulties(tasks):
