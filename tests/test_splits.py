@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from webeval.cli import main
 from webeval.tasks import Task, read_jsonl
+from webeval.tasks.decomposition import decompose
 from webeval.tasks.splits import goal_key, leaks
 
 LOCAL = ROOT / "fixtures/tasks/local"
@@ -165,6 +166,8 @@ def test_decompose_splits_only_tasks_with_enough_fact_groups(tmp_path, capsys):
     assert one.rubric == [original.rubric[1], original.rubric[3]] and one.difficulty == 2 and original.difficulty == 4
     assert not any(tag.startswith("facts-") for tag in one.tags) and one.site == original.site
     assert "Only parts (2), (4) of this task are asked" in one.goal and one.solution is None
+    answered = original.model_copy(update={"reference_answers": ["x"], "verifier": {"answer": ["x"]}})
+    assert all(t.verifier is None and t.reference_answers is None for t in decompose(answered))
     assert all(t.difficulty == len(t.rubric) < (4 if t.parent.endswith("2") else 3) for t in made)
     assert main(["decompose", str(RUBRIC / "shop.jsonl"), "--min-facts", "2", "--out", str(tmp_path / "all.jsonl")]) == 0
     assert len(read_jsonl(tmp_path / "all.jsonl")) == 22

@@ -31,7 +31,9 @@ def decompose(task: Task, min_groups: int = MIN_GROUPS, sizes: set[int] | None =
         for subset in itertools.combinations(range(1, groups + 1), size):
             parts = ", ".join(f"({k})" for k in subset)
             yield Task.model_validate({
-                **task.model_dump(exclude={"solution", "difficulty"}, exclude_none=True),
+                # the parent's solution, answers and verifier are for all of its parts
+                **task.model_dump(exclude={"solution", "difficulty", "reference_answers", "verifier"},
+                                  exclude_none=True),
                 "id": f"{task.id}.parts-{'-'.join(map(str, subset))}",
                 "goal": f"{task.goal}\n\nOnly part{'s' if size > 1 else ''} {parts} of this task "
                         f"{'are' if size > 1 else 'is'} asked; leave the others out of your answer.",
