@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.judges.config import JudgeConfig, JudgeConfigError, check_endpoint, with_profile
+from webeval.judges.config import JudgeConfig, JudgeConfigError, check_judge_endpoint, with_profile
 from webeval.judges.rubric_generation import REASKS, Failure, Written, write_rubrics
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.redact import redact
@@ -50,11 +50,11 @@ def _endpoint(args: argparse.Namespace):
     config = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
                          profile=args.judge_profile, timeout_s=args.judge_timeout, retries=args.judge_retries)
     try:
-        endpoint = with_profile(config, Path.cwd()).endpoint()
-        asyncio.run(check_endpoint(endpoint))
+        config = with_profile(config, Path.cwd())
+        check_judge_endpoint(config)
+        return config.endpoint()
     except JudgeConfigError as exc:
         raise CommandError(str(exc)) from None
-    return endpoint
 
 
 def _checked(outcomes: list[Written | Failure]) -> list[Written | Failure]:

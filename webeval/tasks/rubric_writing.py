@@ -82,9 +82,10 @@ def messages(seed: Seed) -> list[dict[str, Any]]:
             {"role": "user", "content": f"Task: {seed.goal}\nStart URL: {seed.start_url}{known}"}]
 
 
-def reask(why: str) -> dict[str, Any]:
-    return {"role": "user", "content": f"Your reply could not be used ({why}). Reply again with exactly one JSON "
-                                       'object: {"site": "...", "domain": "...", "fact_groups": [["...", ...], ...]}.'}
+def reask_text(why: str) -> str:
+    """The follow-up after an unusable reply."""
+    return (f"Your reply could not be used ({why}). Reply again with exactly one JSON object: "
+            '{"site": "...", "domain": "...", "fact_groups": [["...", ...], ...]}.')
 
 
 def _documents(text: str) -> list[Any]:
