@@ -31,12 +31,12 @@ from pathlib import Path
 
 from bench.common import Figure, cli, loadavg, pss_kb, run_processes
 from fixtures.openai_stub import OpenAIStub, Reply
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
-from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
+from webeval.policy.oracle import oracle
 from webeval.rollouts import EngineSettings, RolloutEngine, RolloutRequest, collect
 from webeval.rollouts.model_policies import ModelPolicies
 
@@ -172,7 +172,7 @@ async def run_mode(mode: str, tasks: LocalTasks, profile: Profile, task_ids: lis
                     waves["barrier"] = Lockstep(len(wave))
                 records += (await collect(engine, wave)).records
             wall = time.monotonic() - began
-        busy = sum(engine.stats.busy_s.values())
+        busy = sum(engine.pool.busy_s.values())
     scored = [r for r in records if not r.mask_sample]
     steps = sum(r.steps for r in records)
     return {"mode": mode, "slots": slots, "rollouts": len(records), "scored": len(scored), "wall_s": round(wall, 1),

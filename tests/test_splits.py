@@ -14,8 +14,8 @@ from webeval.tasks import Task, read_jsonl
 from webeval.tasks.decomposition import decompose
 from webeval.tasks.splits import goal_key, leaks
 
-LOCAL = ROOT / "fixtures/tasks/local"
-RUBRIC = ROOT / "fixtures/tasks/rubric"
+LOCAL = ROOT / "webeval/benchmarks/local/task_files"
+RUBRIC = ROOT / "webeval/benchmarks/rubric/task_files"
 
 
 def rows(path):

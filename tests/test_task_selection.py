@@ -1,5 +1,6 @@
 """A task file too large to collect whole (`pytest suites/tasks --tasks-file` of 300,000 tasks): `--co` says in one
-line how to select, and a selection (by site, split or sample) is the session's population."""
+line how to select, and a selection (by site, split or sample) is the session's population. Outside pytest the same
+file is the tasks benchmark read through its index, and the selection options are the benchmark's, at every door."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ import pytest
 
 from fixtures.task_sets import write_tasks
 from tests.runs import run
-from webeval.benchmarks.tasks.task_subsets import Selection, select
+import argparse
+
+from webeval.benchmarks import benchmark_flags, benchmark_setup, open_benchmark
+from webeval.benchmarks.tasks.task_subsets import Selection, collectable, select
 from webeval.cli import main
+from webeval.flags import add_arguments, values_of
+from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.record import JudgeError
 from webeval.tasks import TaskFileError
+from webeval.tasks.taskset import TaskSet, TaskSubset
 
 SUITE = "suites/tasks"
 
@@ -60,11 +68,14 @@ def test_a_split_selects_its_test_side_and_bad_selections_are_one_line(cache, tm
     assert len(ids) == 30 and {i.split("--")[0] for i in ids} == set(test_sites), job.output
     for selection, error in ((Selection(sites=("nowhere",)), "--tasks-site 'nowhere': no task of"),
                              (Selection(sample=7000), "--tasks-sample 7000: choose between 1 and 6000 tasks"),
-                             (Selection(split=tmp_path), "--tasks-split: "),
-                             (Selection(), "holds 6,000 tasks, more than a session collects (5,000)")):
+                             (Selection(split=tmp_path), "--tasks-split: ")):
         with pytest.raises(TaskFileError) as raised:
             select(path, selection)
         assert error in str(raised.value) and "\n" not in str(raised.value)
+    whole = select(path, Selection())  # more than a session collects: read through the index, refused by pytest
+    assert isinstance(whole.tasks, TaskSet) and whole.population.size == 6000
+    with pytest.raises(TaskFileError, match=r"holds 6,000 tasks, more than a session collects \(5,000\): select"):
+        collectable(path, Selection(), whole.population.size)
     assert len(select(path, Selection(sample=50, seed=1)).tasks) == 50
 
 
@@ -77,3 +88,45 @@ def test_a_generated_file_is_a_task_file_for_the_suite(cache, tmp_path):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     job = run([SUITE, "--tasks-file", str(path), "--co"], tmp_path, env=cache)
     assert collected(job.output) == ["gen--0", "gen--1", "gen--2"], job.output
+
+
+def test_the_selection_options_are_the_benchmarks_at_every_door(big, cache, monkeypatch):
+    monkeypatch.setenv("WEBEVAL_CACHE", cache["WEBEVAL_CACHE"])
+    parser = argparse.ArgumentParser()
+    flags = benchmark_flags(f"tasks:{big}")
+    add_arguments(parser, flags)  # as `webeval serve --suite tasks:FILE` or `webeval rollouts collect` render them
+    values = values_of(parser.parse_args(["--tasks-site", "site7,site8", "--tasks-sample", "5", "--tasks-seed", "1"]),
+                       flags)
+    setup = benchmark_setup(f"tasks:{big}", values)
+    assert setup.population.size == 5 and {task.site for task in setup.tasks} <= {"site7", "site8"}
+    assert setup.population.name == "webgym[site=site7,site8;sample=5,seed=1]"
+    assert [t.id for t in benchmark_setup(f"tasks:{big}", values).tasks] == [t.id for t in setup.tasks]
+
+
+async def test_a_300k_file_is_the_tasks_benchmark_read_through_its_index(big, cache, monkeypatch):
+    monkeypatch.setenv("WEBEVAL_CACHE", cache["WEBEVAL_CACHE"])
+    setup = benchmark_setup(f"tasks:{big}")
+    assert isinstance(setup.tasks, TaskSet) and setup.population.size == 300_000
+    assert setup.header[0].startswith(f"task file: {big}, 300,000 tasks (read through its index ")
+    async with open_benchmark(f"tasks:{big}") as benchmark:
+        task = benchmark.task("site77--150077")
+        assert task.start_url == "https://www.site77.com/p/150077" and task.difficulty == 150077 % 5 + 1
+        assert benchmark.environment.prepare(task).task == task
+        with pytest.raises(JudgeError, match="has a rubric and no judge is configured"):
+            await benchmark.judge(task, Evidence(task_id=task.id, goal=task.goal))
+        with pytest.raises(KeyError, match="'site77--1' is not in benchmark tasks"):
+            benchmark.task("site77--1")
+    async with open_benchmark(f"tasks:{big}", {"tasks_sample": 6000, "tasks_seed": 2}) as benchmark:
+        assert isinstance(benchmark.tasks, TaskSubset) and len(benchmark.tasks) == 6000
+        inside, outside = benchmark.population.ids[10], next(i for i in TaskSet.open(big).ids
+                                                              if i not in benchmark.tasks)
+        assert benchmark.task(inside).id == inside
+        with pytest.raises(KeyError, match=f"{outside!r} is not in benchmark tasks"):
+            benchmark.task(outside)
+
+
+def test_a_selection_larger_than_a_session_says_to_narrow_it(big, cache, tmp_path):
+    job = run([SUITE, "--tasks-file", str(big), "--tasks-sample", "6000", "--co"], tmp_path, env=cache)
+    assert job.proc.returncode == 4, job.output
+    assert (f"ERROR: {big}: the selection sample=6000,seed=0 holds 6,000 tasks, more than a session collects "
+            "(5,000): narrow it, or --tasks-sample N") in job.output.splitlines(), job.output

@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.judges.config import JudgeConfig, JudgeConfigError, check_judge_endpoint, with_profile
+from webeval.flags import add_arguments, values_of
+from webeval.judges.config import JudgeConfigError, check_judge_endpoint
+from webeval.judges.judge_options import JUDGE_FLAGS, judge_config
 from webeval.judges.rubric_generation import REASKS, Failure, Written, write_rubrics
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.redact import redact
@@ -27,16 +29,16 @@ from webeval.tasks.task_rows import json_object
 from webeval.tasks.rubric_writing import PROMPT_VERSION, read_seeds
 
 
+# The judge family's options that reach a model: the rubric writer is asked as a judge is, and is no judge.
+ENDPOINT_FLAGS = tuple(flag for flag in JUDGE_FLAGS if flag.key in {
+    "judge_profile", "judge_base_url", "judge_model", "judge_api_key_env", "judge_timeout", "judge_retries"})
+
+
 def add_parser(commands) -> None:
     parser = commands.add_parser("generate", help="write seed tasks' rubrics (fact groups) with a model")
     parser.add_argument("seeds", type=Path, metavar="SEEDS.jsonl", help="one {goal, start_url} a line")
     parser.add_argument("--out", type=Path, required=True, metavar="tasks.jsonl")
-    parser.add_argument("--judge-profile", default=None, help="the model: a judge profile name or .toml/.json path")
-    parser.add_argument("--judge-base-url", default=None)
-    parser.add_argument("--judge-model", default=None)
-    parser.add_argument("--judge-api-key-env", default=None, metavar="ENV")
-    parser.add_argument("--judge-timeout", type=float, default=120.0, help="seconds one call may take (default 120)")
-    parser.add_argument("--judge-retries", type=int, default=2, help="retries of a failed call (default 2)")
+    add_arguments(parser, ENDPOINT_FLAGS)
     parser.add_argument("--reasks", type=int, default=REASKS,
                         help=f"asks again after an unusable reply (default {REASKS})")
     parser.add_argument("--concurrency", type=int, default=4, help="seeds asked at once (default 4)")
@@ -44,13 +46,10 @@ def add_parser(commands) -> None:
 
 
 def _endpoint(args: argparse.Namespace):
-    if args.concurrency < 1 or args.reasks < 0 or args.judge_timeout <= 0 or args.judge_retries < 0:
-        raise CommandError("--concurrency must be at least 1, --judge-timeout positive, --reasks and "
-                           "--judge-retries not negative")
-    config = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
-                         profile=args.judge_profile, timeout_s=args.judge_timeout, retries=args.judge_retries)
+    if args.concurrency < 1 or args.reasks < 0:
+        raise CommandError("--concurrency must be at least 1, --reasks not negative")
     try:
-        config = with_profile(config, Path.cwd())
+        config = judge_config(values_of(args, ENDPOINT_FLAGS), root=Path.cwd())
         check_judge_endpoint(config)
         return config.endpoint()
     except JudgeConfigError as exc:

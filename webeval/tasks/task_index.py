@@ -1,8 +1,7 @@
 """The index of a task set: every task's id, site, host, domain and difficulty, and where its line is.
 
 Built once by reading the files through (every line validated as a task, ids checked unique), kept in the cache
-(`$WEBEVAL_CACHE/task-index/`, else `$XDG_CACHE_HOME/webeval/task-index/`, else `~/.cache/webeval/task-index/`) and
-reused while every file keeps its Fingerprint (line_files.Fingerprint: size, mtime and a hash of both ends). A file
+(`$WEBEVAL_CACHE` when set, else webeval's cache folder's `task-index/`: webeval.cache_dir) and reused while every file keeps its Fingerprint (line_files.Fingerprint: size, mtime and a hash of both ends). A file
 that changes while it is read (its size, mtime or inode differ before and after) leaves no index behind.
 
 The file is a magic line, a JSON header line, the ids (UTF-8, one a line), then one packed array per column.
@@ -22,6 +21,7 @@ from typing import Callable
 
 from filelock import FileLock, Timeout
 
+from webeval.cache_dir import cache_dir
 from webeval.tasks.line_files import Fingerprint, LineFile, numbered_lines, same_file, source_files
 from webeval.tasks.population import TaskFileError
 from webeval.tasks.registered_domains import host_key
@@ -38,15 +38,9 @@ COLUMNS = {"file": "H", "offset": "q", "length": "I", "line": "I", "site": "I", 
            "difficulty": "H"}
 
 
-def cache_root() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "webeval"
-
-
 def index_path(source: Path, reader: RowReader) -> Path:
     key = hashlib.sha256(f"{Path(source).resolve()}\0{reader.name}".encode()).hexdigest()[:32]
-    return cache_root() / "task-index" / f"{key}.idx"
+    return cache_dir("task-index", env=CACHE_ENV) / f"{key}.idx"
 
 
 class TaskFileChanged(TaskFileError):

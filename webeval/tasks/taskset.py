@@ -122,6 +122,10 @@ class TaskSet(Sequence[Task]):
     def get(self, task_id: str) -> Task:
         return self._read([self.position(task_id)])[0]
 
+    def at(self, positions: Sequence[int]) -> list[Task]:
+        """The tasks at these positions, in the order asked (read as get_many reads)."""
+        return self._read(positions)
+
     def get_many(self, task_ids: Sequence[str]) -> list[Task]:
         """The tasks in the order asked; each file is read in offset order (a gzip file in one pass)."""
         return self._read([self.position(task_id) for task_id in task_ids])
@@ -192,3 +196,46 @@ class TaskSet(Sequence[Task]):
             raise TaskFileError(f"{path}:{line}: no longer holds task {self._index.ids[position]!r}: the file "
                                 "changed since it was indexed; open it again")
         return task
+
+
+class TaskSubset(Sequence[Task]):
+    """Some tasks of a TaskSet (a site's, a split's, a sample), in the order given, read from their lines when asked
+    for: a selection of 100,000 tasks holds their positions, not the tasks."""
+
+    def __init__(self, taskset: TaskSet, positions: Sequence[int]) -> None:
+        self.taskset = taskset
+        self.positions = tuple(positions)
+        self.ids = tuple(taskset.ids[n] for n in self.positions)
+        self._members = frozenset(self.positions)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, position: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Task]: ...
+
+    def __getitem__(self, position: int | slice) -> Task | list[Task]:
+        if isinstance(position, slice):
+            return self.taskset.at(self.positions[position])
+        return self.taskset.at([self.positions[position]])[0]
+
+    def __iter__(self) -> Iterator[Task]:
+        yield from self.taskset.at(self.positions)
+
+    def __contains__(self, item: object) -> bool:
+        task_id = item.id if isinstance(item, Task) else item
+        return isinstance(task_id, str) and task_id in self.taskset and self.taskset.position(task_id) in self._members
+
+    def get(self, task_id: str) -> Task:
+        if task_id not in self:
+            raise KeyError(f"task {task_id!r} is not in this selection of {self.taskset.source}")
+        return self.taskset.get(task_id)
+
+    def get_many(self, task_ids: Sequence[str]) -> list[Task]:
+        for task_id in task_ids:
+            if task_id not in self:
+                raise KeyError(f"task {task_id!r} is not in this selection of {self.taskset.source}")
+        return self.taskset.get_many(task_ids)

@@ -1,159 +1,102 @@
-"""Task files of one's own as a benchmark package: `pytest suites/tasks --tasks-file my.jsonl`.
+"""Task files of one's own as a benchmark package: `pytest my.tasks.jsonl`, `pytest suites/tasks --tasks-file
+my.jsonl`, or `open_benchmark("tasks:my.jsonl")` without pytest.
 
-A suite loads it from its conftest (`pytest_plugins = ["webeval.benchmarks.tasks"]`, see suites/tasks); its options
-exist only in such sessions. Each task is judged by its own verifier (webeval.benchmarks.tasks.spec); a rubric by a
-model judge, configured with the --judge-* options (a run without one leaves rubric tasks judge_failed, to re-judge
-later with `--rejudge DIR`). The file format, with a worked example: docs/suites.md.
-
-PYTEST_DONT_REWRITE: the suite's conftest imports this module before pytest loads it as a plugin (it has no asserts).
+Each task is judged by its own verifier (webeval.benchmarks.tasks.spec); a rubric by a model judge, configured with
+the judge options (webeval.judges.judge_options; a run without one leaves rubric tasks judge_failed, to re-judge
+later with `--rejudge DIR`). A file may be a task set at training scale (JSONL, optionally .gz, or a folder of
+them): it is read through its index, and the selection options (`--tasks-site`, `--tasks-split`, `--tasks-sample`,
+`--tasks-seed`: webeval.benchmarks.tasks.task_subsets) choose some of its tasks, at every door that takes the
+benchmark's options. The suite loads `webeval.benchmarks.tasks.plugin`. The file format, with a worked example:
+docs/suites.md; task sets: docs/tasksets.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
-import pytest
-
-from webeval.benchmarks.tasks.task_subsets import Selection, select
+from webeval.benchmarks import Benchmark, BenchmarkSetup
 from webeval.benchmarks.tasks.spec import TaskEntry
+from webeval.benchmarks.tasks.task_subsets import SELECTION_FLAGS, Selected, Selection, select
 from webeval.benchmarks.tasks.verify import TaskFileSites, judge_of
-from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, check_judge_endpoint, with_profile
-from webeval.judges.decide import Judge
-from webeval.plugin import suite
-from webeval.plugin.policies import STOP_EXIT_CODE
-from webeval.tasks import Population, Task, TaskFileError
+from webeval.flags import Flag, OptionError
+from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging
+from webeval.judges.judge_options import JUDGE_FLAGS, judge_config
+from webeval.tasks import TaskFileError
 
-__all__ = ["judge_config", "parametrize"]
+TASKS_FILE = Flag("--tasks-file", metavar="PATH",
+                  help="the task file to run: JSONL (optionally .gz, or a folder of them), or YAML (format: "
+                       "docs/suites.md)")
+NO_FILE = "this suite runs a task file: pass --tasks-file PATH (the format: docs/suites.md)"
+NOT_CONFIGURED = ("rubric judge: NOT CONFIGURED (pass --judge-base-url and --judge-model, or --judge-profile): "
+                  "rubric tasks will be judge_failed until re-judged with --rejudge")
 
 
 @dataclass(frozen=True)
-class TaskFile:
-    path: Path
-    population: Population
-    tasks: list[Task]
-    entries: dict[str, TaskEntry]
-    judge: JudgeConfig | None  # the rubric judge, when one is configured
+class TaskFile(BenchmarkSetup):
+    path: Path = Path()
+    entries: Mapping[str, TaskEntry] = field(default_factory=dict)
+    judge: JudgeConfig | None = None  # the rubric judge, when one is configured
+    selection: Selection = Selection()
     total: int = 0  # the tasks in the file, of which the population is a selection when fewer
 
     @property
-    def rubrics(self) -> int:
+    def rubrics(self) -> int | None:
+        """How many tasks have a rubric; None when the tasks are read through the index, not counted."""
+        if not isinstance(self.entries, dict):
+            return None
         return sum(entry.rubric is not None for entry in self.entries.values())
 
-
-LOADED = pytest.StashKey[TaskFile]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("tasks", "webeval: task files (suites/tasks)")
-    add = group.addoption
-    add("--tasks-file", default=None, metavar="PATH",
-        help="the task file to run: JSONL (optionally .gz, or a folder of them), or YAML (format: docs/suites.md)")
-    add("--tasks-site", action="append", default=None, metavar="NAME",
-        help="run only the tasks of this site (repeat for more); for task sets too large to run whole")
-    add("--tasks-split", default=None, metavar="DIR", help="run only the test side of a `webeval split` folder")
-    add("--tasks-sample", type=int, default=None, metavar="N", help="run N tasks drawn with --tasks-seed")
-    add("--tasks-seed", type=int, default=0, metavar="S", help="the seed of --tasks-sample (default 0)")
-    add("--judge-base-url", default=None, help="the rubric judge's OpenAI-compatible endpoint")
-    add("--judge-model", default=None, help="the rubric judge's (multimodal) model")
-    add("--judge-api-key-env", default=None, metavar="ENV", help="the environment variable holding the judge's key")
-    add("--judge-profile", default=None,
-        help="a judge profile: a name (built-in, or in judge-profiles.toml) or a .toml / .json path")
-    add("--judge-timeout", type=float, default=120.0, help="seconds one judge call may take (default 120)")
-    add("--judge-retries", type=int, default=2, help="retries of a failed judge call (default 2)")
-    add("--judge-screenshots", type=int, default=None, metavar="K", help="the judge sees the last K screenshots")
+    @property
+    def needs_judge(self) -> bool:
+        return self.rubrics is None or self.rubrics > 0
 
 
-def judge_config(config: pytest.Config) -> JudgeConfig | None:
-    option = config.option
-    if not (option.judge_base_url or option.judge_model or option.judge_profile):
-        return None
-    if option.judge_timeout <= 0 or option.judge_retries < 0 or (option.judge_screenshots or 0) < 0:
-        raise pytest.UsageError("--judge-timeout must be positive, --judge-retries and --judge-screenshots not "
-                                "negative")
-    chosen = JudgeConfig(base_url=option.judge_base_url, model=option.judge_model,
-                         api_key_env=option.judge_api_key_env, profile=option.judge_profile,
-                         timeout_s=option.judge_timeout, retries=option.judge_retries,
-                         screenshots=option.judge_screenshots)
+def flags(argument: str | None = None) -> tuple[Flag, ...]:
+    """The selection's and the judge's options; `--tasks-file` too, unless the spec names the file (`tasks:PATH`)."""
+    return (*SELECTION_FLAGS, *JUDGE_FLAGS) if argument else (TASKS_FILE, *SELECTION_FLAGS, *JUDGE_FLAGS)
+
+
+def _header(path: Path, selected: Selected, judge: JudgeConfig | None) -> tuple[str, ...]:
+    size = selected.population.size
+    of = f" of {selected.total:,} ({selected.population.name})" if selected.total > size else ""
+    if selected.in_memory:
+        kinds = Counter(entry.verifier for entry in selected.entries.values())
+        rubrics: int | None = kinds["rubric"]
+        said = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    else:  # not counted: that would read every line
+        rubrics, said = None, f"read through its index {selected.indexed.index_path}"
+    lines = [f"task file: {path}, {size:,} tasks{of} ({said})"]
+    if rubrics is None or rubrics:
+        lines.append(judge.describe() if judge is not None else NOT_CONFIGURED)
+    return tuple(lines)
+
+
+def load(values: Mapping[str, Any], root: Path | None = None, argument: str | None = None) -> TaskFile:
+    given = argument or values.get("tasks_file")
+    if not given:
+        raise OptionError(NO_FILE)
+    path = Path(given)
+    selection = Selection.of(values)
     try:
-        chosen = with_profile(chosen, Path(config.rootpath))
-        chosen.endpoint()  # a missing model or key variable is said now, not once per task
-    except JudgeConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return chosen
+        selected = select(path, selection)
+        judge = judge_config(values, root=root)
+    except (TaskFileError, JudgeConfigError) as exc:
+        raise OptionError(str(exc)) from None
+    judge = judge if judge.uses_model and judge.configured else None
+    return TaskFile("tasks", selected.population, selected.tasks, header=_header(path, selected, judge), path=path,
+                    entries=selected.entries, judge=judge, selection=selection, total=selected.total)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if config.option.help or getattr(config.option, "version", False):
-        return
-    if config.option.tasks_file is None:
-        raise pytest.UsageError("this suite runs a task file: pass --tasks-file PATH (the format: docs/suites.md)")
-    path = Path(config.option.tasks_file)
-    option = config.option
-    chosen = Selection(tuple(site.strip() for value in option.tasks_site or [] for site in value.split(",")
-                             if site.strip()),
-                       Path(option.tasks_split) if option.tasks_split else None, option.tasks_sample, option.tasks_seed)
+@asynccontextmanager
+async def opened(setup: TaskFile, values: Mapping[str, Any]) -> AsyncIterator[Benchmark]:
+    judging = Judging(setup.judge) if setup.judge is not None and setup.needs_judge else None
     try:
-        selected = select(path, chosen)
-    except TaskFileError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    config.stash[LOADED] = TaskFile(path, selected.population, selected.tasks, selected.entries, judge_config(config),
-                                    selected.total)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    loaded = session.config.stash.get(LOADED, None)
-    if loaded is None or loaded.judge is None or not loaded.rubrics or hasattr(session.config, "workerinput"):
-        return
-    if not session.config.option.collectonly:
-        try:
-            check_judge_endpoint(loaded.judge)
-        except JudgeConfigError as exc:  # every rubric task would fail to be judged: nothing starts
-            pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    loaded = config.stash.get(LOADED, None)
-    if loaded is None:
-        return []
-    kinds = Counter(entry.verifier for entry in loaded.entries.values())
-    of = f" of {loaded.total:,} ({loaded.population.name})" if loaded.total > loaded.population.size else ""
-    lines = [f"task file: {loaded.path}, {loaded.population.size} tasks{of} ("
-             + ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) + ")"]
-    if loaded.rubrics:
-        lines.append(loaded.judge.describe() if loaded.judge is not None else
-                     "rubric judge: NOT CONFIGURED (pass --judge-base-url and --judge-model, or --judge-profile): "
-                     "rubric tasks will be judge_failed until re-judged with --rejudge")
-    return lines
-
-
-def parametrize(metafunc: pytest.Metafunc) -> None:
-    """Called from the suite's pytest_generate_tests: one test per task of the file."""
-    loaded = metafunc.config.stash[LOADED]
-    suite.parametrize(metafunc, loaded.population, loaded.tasks)
-
-
-@pytest.fixture(scope="session")
-def task_file(pytestconfig: pytest.Config) -> TaskFile:
-    return pytestconfig.stash[LOADED]
-
-
-@pytest.fixture
-def task_file_environment(task_file: TaskFile) -> TaskFileSites:
-    return TaskFileSites(task_file.entries)
-
-
-@pytest.fixture(scope="session")
-async def task_file_rubric_judge(task_file: TaskFile) -> AsyncIterator[Judging | None]:
-    judging = Judging(task_file.judge) if task_file.judge is not None and task_file.rubrics else None
-    yield judging
-    if judging is not None:
-        await judging.close()
-
-
-@pytest.fixture
-def task_file_judge(task_file: TaskFile, task_file_rubric_judge: Judging | None) -> Judge:
-    model = task_file_rubric_judge.judge if task_file_rubric_judge is not None else None
-    return judge_of(task_file.entries, model)
+        yield Benchmark.of(setup, TaskFileSites(setup.entries),
+                           judge_of(setup.entries, judging.judge if judging is not None else None))
+    finally:
+        if judging is not None:
+            await judging.close()
