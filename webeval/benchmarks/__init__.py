@@ -34,10 +34,17 @@ from webeval.tasks.taskset import TaskSet, TaskSubset
 
 if TYPE_CHECKING:  # the types only: reading a population needs no browser library
     from webeval.agent.environment import Environment
+    from webeval.judges.config import JudgeConfig
     from webeval.judges.decide import Judge
 
 PACKAGES = {name: f"webeval.benchmarks.{name}" for name in ("local", "rubric", "miniwob", "webvoyager", "tasks")}
 WITH_ARGUMENT = {"tasks"}  # `tasks:PATH` (or `tasks`, the file given as the value `tasks_file`)
+TASK_FILES = "tasks"  # the benchmark a task file of one's own is: what `pytest my.tasks.jsonl` runs
+
+
+def plugin_module(name: str) -> str:
+    """The module a suite's conftest loads for benchmark `name` (its pytest hooks, options and fixtures)."""
+    return f"{PACKAGES[name]}.plugin"
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,11 @@ class BenchmarkSetup:
     default_policy: str | None = None  # "oracle" for suites that prove themselves without a model
     documents: Mapping[str, Any] = field(default_factory=dict)  # the suite's own files for the run directory
     header: tuple[str, ...] = ()  # the session-header lines
+
+    @property
+    def judge_to_check(self) -> JudgeConfig | None:
+        """The model judge a session checks once before any task (None: nothing to check)."""
+        return None
 
 
 @dataclass

@@ -9,7 +9,7 @@ import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
 COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate",
-            "export", "split", "decompose", "imports", "tasksets")
+            "export", "split", "decompose", "imports", "tasksets", "new_suite")
 
 
 def build_parser() -> argparse.ArgumentParser:

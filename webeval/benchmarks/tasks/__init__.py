@@ -34,6 +34,11 @@ NO_FILE = "this suite runs a task file: pass --tasks-file PATH (the format: docs
 NOT_CONFIGURED = ("rubric judge: NOT CONFIGURED (pass --judge-base-url and --judge-model, or --judge-profile): "
                   "rubric tasks will be judge_failed until re-judged with --rejudge")
 
+# The docstring of its suite's conftest ({folder}: the suite's folder), as `webeval new-suite tasks` writes it.
+SUITE_DOC = ("Task files of one's own: `pytest {folder} --tasks-file my.jsonl`, each task judged by its own verifier\n"
+             "(`pytest my.tasks.jsonl` runs a task file without a suite folder).")
+
+
 
 @dataclass(frozen=True)
 class TaskFile(BenchmarkSetup):
@@ -53,6 +58,10 @@ class TaskFile(BenchmarkSetup):
     @property
     def needs_judge(self) -> bool:
         return self.rubrics is None or self.rubrics > 0
+
+    @property
+    def judge_to_check(self) -> JudgeConfig | None:
+        return self.judge if self.needs_judge else None
 
 
 def flags(argument: str | None = None) -> tuple[Flag, ...]:

@@ -11,6 +11,8 @@ element a CSS `selector` matches, read before the browser context closes) each w
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any, Iterator, Literal
@@ -24,6 +26,8 @@ from webeval.tasks.population import jsonl_rows, read_task_text, tasks_from_rows
 
 VERIFIERS = ("answer", "url", "page", "rubric")
 YAML_SUFFIXES = (".yaml", ".yml")
+TASK_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", *YAML_SUFFIXES)
+FIRST_LINE_BYTES = 1 << 20  # a first task longer than this is not looked for
 
 
 def collapse(text: str) -> str:
@@ -170,3 +174,25 @@ def read_task_file(path: Path) -> tuple[list[Task], dict[str, TaskEntry]]:
 
     read = yaml_rows if path.suffix.lower() in YAML_SUFFIXES else jsonl_rows
     return tasks_from_rows(path, read(path, read_task_text(path)), to_task), entries
+
+
+def _first_row(path: Path) -> Any:
+    if path.name.lower().endswith(YAML_SUFFIXES):
+        rows = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return rows[0] if isinstance(rows, list) and rows else None
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as lines:
+        for raw in iter(lambda: lines.readline(FIRST_LINE_BYTES), b""):
+            if raw.strip():
+                return json.loads(raw)
+    return None
+
+
+def looks_like_task_file(path: Path) -> bool:
+    """Whether the file's first task (its first JSON line, or the first item of its YAML list) is a mapping with a
+    `goal` and a `start_url`: how a task file that pytest finds in a folder is told from other JSON Lines or YAML."""
+    try:
+        row = _first_row(Path(path))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, EOFError):
+        return False
+    return isinstance(row, dict) and isinstance(row.get("goal"), str) and isinstance(row.get("start_url"), str)
