@@ -103,6 +103,18 @@ def test_the_selection_options_are_the_benchmarks_at_every_door(big, cache, monk
     assert [t.id for t in benchmark_setup(f"tasks:{big}", values).tasks] == [t.id for t in setup.tasks]
 
 
+def test_rollouts_collect_takes_the_selection_options(big, cache, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("WEBEVAL_CACHE", cache["WEBEVAL_CACHE"])
+    assert main(["rollouts", "collect", "--suite", f"tasks:{big}", "--help"]) == 0
+    helped = capsys.readouterr().out
+    assert all(f"--tasks-{name}" in helped for name in ("site", "split", "sample", "seed")), helped
+    assert main(["rollouts", "collect", "--suite", f"tasks:{big}", "--tasks-site", "site7", "--tasks-sample", "61",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == ("webeval rollouts collect: error: --tasks-sample 61: choose between 1 "
+                                               "and 60 tasks")
+    assert not (tmp_path / "out" / "rollouts.jsonl").exists()
+
+
 async def test_a_300k_file_is_the_tasks_benchmark_read_through_its_index(big, cache, monkeypatch):
     monkeypatch.setenv("WEBEVAL_CACHE", cache["WEBEVAL_CACHE"])
     setup = benchmark_setup(f"tasks:{big}")

@@ -9,7 +9,7 @@ import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
 COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate",
-            "export", "split", "decompose", "imports", "tasksets", "new_suite")
+            "export", "split", "decompose", "imports", "collect_rollouts", "tasksets", "new_suite")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,8 +25,15 @@ class CommandError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    name = " ".join(part for part in (args.command, getattr(args, "tasks_command", None)) if part)
+    parser = build_parser()
+    # A command whose options depend on another of its options (a benchmark's own) parses the rest itself.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not hasattr(args, "extra"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if hasattr(args, "extra"):
+        args.extra = extra
+    name = " ".join(part for part in (args.command, getattr(args, "tasks_command", None),
+                                      getattr(args, "rollouts_command", None)) if part)
 
     said: set[str] = set()
 
