@@ -86,6 +86,11 @@ def test_several_task_files_are_one_suite_too_many_said_in_one_line(tmp_path):
             "tasks); a run scores one suite's population: run one suite per session, e.g. `pytest a.tasks.jsonl`"
             ) in job.output.splitlines(), job.output
     assert not (folder / "reports").exists()
+    # beside a benchmark's suite, whose plugin declared the judge's options first: the same one line
+    mixed = run(["suites/rubric", str(folder / "a.tasks.jsonl"), "--co"], tmp_path)
+    assert mixed.proc.returncode == 4, mixed.output
+    assert (f"ERROR: this session collects 2 suites: suites/rubric (rubric, 15 tasks), {folder / 'a.tasks.jsonl'} "
+            "(a.tasks, 2 tasks); a run scores one suite's population") in mixed.output, mixed.output
 
 
 def test_a_folder_walk_collects_only_files_named_and_shaped_as_task_files(tmp_path):

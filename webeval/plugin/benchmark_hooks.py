@@ -8,6 +8,7 @@ modules (webeval.benchmarks) do the rest.
 
 from __future__ import annotations
 
+import argparse
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -28,9 +29,14 @@ CORE_VALUES = ("policy", "rejudge", "judge_failed_only")  # the core plugin's op
 
 
 def add_options(parser: pytest.Parser, spec: str, group: str, title: str) -> None:
-    flags = benchmark_flags(spec)
-    if flags:
-        add_pytest_options(parser.getgroup(group, title), flags)
+    options = parser.getgroup(group, title) if benchmark_flags(spec) else None
+    for flag in benchmark_flags(spec):
+        try:
+            add_pytest_options(options, (flag,))
+        except argparse.ArgumentError:
+            # Declared already by another benchmark's plugin in this session (the judge's family is shared): one
+            # declaration, one value. Such a session holds two suites, and the one-suite rule refuses it in one line.
+            continue
 
 
 def values(config: pytest.Config, spec: str) -> dict[str, Any]:
