@@ -165,9 +165,10 @@ async def _collect_on_ray(suite: str, setup, suite_values: dict[str, Any], value
 
 
 def _chosen(setup, values: dict[str, Any]) -> list[str]:
-    ids = [task.id for task in setup.tasks]
+    ids = list(setup.population.ids)  # in the tasks' order; a task set's are its index's, no task read
     if values["task_id"]:
-        unknown = [task_id for task_id in values["task_id"] if task_id not in set(ids)]
+        known = set(ids)
+        unknown = [task_id for task_id in values["task_id"] if task_id not in known]
         if unknown:
             raise OptionError(f"--task-id {unknown[0]!r} is not a task of {setup.name} ({len(ids)} tasks)")
         return list(dict.fromkeys(values["task_id"]))
