@@ -159,7 +159,7 @@ async def _collect_on_ray(suite: str, setup, suite_values: dict[str, Any], value
     return await collect_suite_on_ray(
         values["ray"], suite, suite_values, choice, pending, Path(values["out"]),
         settings=_engine_settings(settings, values), token_ids=not values["no_token_ids"],
-        task_ids={task.id for task in setup.tasks}, resubmit_lost=values["resubmit_lost"],
+        task_ids=set(setup.population.ids), resubmit_lost=values["resubmit_lost"],
         completion_threshold=values["completion_threshold"], grace_s=values["grace"], on_record=progress.add,
         interrupted=interrupted)
 

@@ -60,7 +60,7 @@ async def collect_suite_on_ray(address: str, suite: str, suite_values: Mapping[s
     try:
         check_policy(choice.name)
         if task_ids is None:
-            task_ids = {task.id for task in benchmark_setup(suite, suite_values, root).tasks}
+            task_ids = set(benchmark_setup(suite, suite_values, root).population.ids)
         policies = ChosenPolicies(choice, settings.screen, token_ids, settings.history or "append-only")
         return await collect_on_ray(
             address, Path(out).resolve(), partial(open_benchmark, suite, dict(suite_values), root), policies,
