@@ -382,7 +382,7 @@ def test_a_ray_address_where_no_head_answers_is_one_line_and_a_bounded_wait(wher
             server.server_close()
     took = time.monotonic() - began
     assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr.startswith("webeval rollouts: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("webeval rollouts collect: error: ") and done.stderr.count("\n") == 1, done.stderr
     assert said.format(port=port) in done.stderr and not done.stdout
     assert took < 40  # the connect bound is 10 s; the rest is the interpreter and the command's imports
     assert not out.exists()
