@@ -11,6 +11,7 @@ import faulthandler
 from typing import Awaitable, Callable, Iterator
 
 import pytest
+import pytest_asyncio
 
 from webeval.agent.environment import Environment
 from webeval.agent.evaluate import Attempt, Evaluation, evaluate, rejudge
@@ -59,7 +60,7 @@ def webeval_judge() -> Judge:
     return no_judge
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_scheduler(pytestconfig: pytest.Config):
     """With --slots N: the tasks' scheduler, made at the first task (it needs that task's fixtures), closed here."""
     yield
@@ -69,7 +70,7 @@ async def webeval_scheduler(pytestconfig: pytest.Config):
         await scheduler.close()
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
     """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
     runtime = make_runtime(pytestconfig, webeval_settings)

@@ -70,7 +70,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(f"--rejudge {setup.rejudge}: that run is over population {before.name} "
                                     f"({before.sha256[:12]}), not {setup.population.name} "
                                     f"({setup.population.sha256[:12]})")
-    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents), dict(setup.conditions))
+    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents),
+                      conditions=dict(setup.conditions))
 
 
 @pytest.hookimpl(optionalhook=True)
