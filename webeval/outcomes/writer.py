@@ -73,7 +73,7 @@ class WriterLease:
     lease: Lease
     taken_over: dict[str, Any] | None = None
     why: str | None = None
-    made: bool = False  # the directory did not exist before this session claimed it
+    made: Path | None = None  # the topmost folder that claiming made (the run directory, or an ancestor)
     _heartbeat: Heartbeat | None = field(default=None, repr=False)
 
     @property
@@ -103,10 +103,14 @@ class WriterLease:
                     self.lease.release()
         except Timeout:
             return  # left to lapse: the next writer takes it over once the TTL has passed
-        if self.made and {p.name for p in self.run_path.iterdir()} <= {WRITER_LOCK}:
-            # A session stopped before it wrote anything (a bad option) leaves no run directory behind.
+        if self.made is not None and {p.name for p in self.run_path.iterdir()} <= {WRITER_LOCK}:
+            # A session stopped before it wrote anything (a bad option) leaves no run directory behind, nor the
+            # folders made to hold it (reports/runs/).
             (self.run_path / WRITER_LOCK).unlink(missing_ok=True)
-            self.run_path.rmdir()
+            folder = self.run_path
+            while folder != self.made.parent and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
 
     def describe_takeover(self) -> str | None:
         if self.taken_over is None:
@@ -122,7 +126,7 @@ def _is_mine(lease: Lease) -> bool:
 def claim(run_path: Path, session: str, ttl_s: float = WRITER_TTL_S) -> WriterLease:
     """This session's writer lease on the run directory (made if needed), or WriterBusy naming the live holder."""
     run_path = Path(run_path)
-    made = not run_path.exists()
+    made = next((folder for folder in reversed([run_path, *run_path.parents]) if not folder.exists()), None)
     run_path.mkdir(parents=True, exist_ok=True)
     path = run_path / WRITER
     now = time.time()
