@@ -9,7 +9,7 @@ import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
 COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile", "agreement", "calibrate", "export",
-            "split", "decompose", "imports")
+            "split", "decompose", "imports", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
