@@ -1,20 +1,23 @@
 """`webeval serve`: one suite's rollout service on uvicorn, until it is interrupted.
 
 The slots start before the socket takes requests; then one line on stdout says where the service listens
-(`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT and SIGTERM end it:
-the sessions still running are masked `interrupted`, the slots closed.
+(`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT and SIGTERM end it
+(exit 0): the sessions still running are masked `interrupted`, the slots closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import uvicorn
 
@@ -68,6 +71,24 @@ def run_policy(options: PolicyOptions, default: str | None, screen: tuple[int, i
     return ModelPolicies(profile, screen, token_ids=options.token_ids, history=options.history)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that a SIGINT or SIGTERM that stopped it is not raised again once it has stopped:
+    the sessions and slots are closed after it (a re-raised SIGTERM would kill the process first, leaving Xvfb and
+    Chromium behind), and the command then exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
 def _redacting_logs() -> None:
     """Every log record is redacted as it is made, whoever handles it (uvicorn's access and error logs too)."""
     made = logging.getLogRecordFactory()
@@ -119,7 +140,7 @@ async def serve(suite: str, settings: ServiceSettings, policy: PolicyOptions, *,
                 app = build_app(service, token=token, max_body=max_body)
                 config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
                                         limit_concurrency=4096, backlog=2048)
-                server = uvicorn.Server(config)
+                server = _Server(config)
                 listening = sock.getsockname()
                 print(f"webeval serve: listening on http://{_host(listening[0])}:{listening[1]} (suite {suite}, "
                       f"{settings.slots} slots, collection {out})", flush=True)
