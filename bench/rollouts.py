@@ -172,7 +172,7 @@ async def run_mode(mode: str, tasks: LocalTasks, profile: Profile, task_ids: lis
                     waves["barrier"] = Lockstep(len(wave))
                 records += (await collect(engine, wave)).records
             wall = time.monotonic() - began
-        busy = sum(engine.stats.busy_s.values())
+        busy = sum(engine.pool.busy_s.values())
     scored = [r for r in records if not r.mask_sample]
     steps = sum(r.steps for r in records)
     return {"mode": mode, "slots": slots, "rollouts": len(records), "scored": len(scored), "wall_s": round(wall, 1),

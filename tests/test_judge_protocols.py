@@ -179,7 +179,7 @@ def webjudge_judge(stub: OpenAIStub, folder: Path):
 
     from webeval.judges.protocols.pinned import PromptPin
     from webeval.judges.protocols.webjudge import WebJudge
-    from webeval.judges.webvoyager import Endpoint
+    from webeval.models import Endpoint
 
     folder.mkdir(exist_ok=True)
     path = folder / "webjudge_online_mind2web.py"

@@ -11,9 +11,8 @@ import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, error
 from webeval.outcomes.record import InfraError
-from webeval.policy.openai import HttpTransport, PolicyAuthError, ProfileError, load_profile
-from webeval.policy.openai.client import retry_after
-from webeval.policy.openai.preflight import PreflightError, preflight
+from webeval.models import PreflightError, retry_after
+from webeval.policy.openai import HttpTransport, PolicyAuthError, ProfileError, check_policy_endpoint, load_profile
 from webeval.policy.openai.profile import make_profile
 
 KEY = "sk-test-9f8e7d6c5b4a-distinctive"
@@ -175,32 +174,32 @@ def profile_for(base_url: str, **fields):
 
 def test_preflight_passes_when_the_model_is_served():
     with OpenAIStub(models=("a", "stub-model"), api_key=KEY) as stub:
-        preflight(profile_for(stub.base_url), {"WEBEVAL_T_KEY": KEY})
+        check_policy_endpoint(profile_for(stub.base_url), {"WEBEVAL_T_KEY": KEY})
         assert stub.headers == []  # the model list only: no completion is spent
 
 
 def test_preflight_refused_key():
     with OpenAIStub(api_key=KEY) as stub:
         with pytest.raises(PreflightError) as caught:
-            preflight(profile_for(stub.base_url), {"WEBEVAL_T_KEY": "sk-wrong-key-123"})
+            check_policy_endpoint(profile_for(stub.base_url), {"WEBEVAL_T_KEY": "sk-wrong-key-123"})
         message = str(caught.value)
         assert message.startswith(f"the policy endpoint {stub.base_url} refused the API key from $WEBEVAL_T_KEY: "
                                   "HTTP 401") and "sk-wrong-key-123" not in message
         with pytest.raises(PreflightError, match=r"\$WEBEVAL_T_KEY is not set"):
-            preflight(profile_for(stub.base_url), {})
+            check_policy_endpoint(profile_for(stub.base_url), {})
 
 
 def test_preflight_model_not_served():
     with OpenAIStub(models=("llava", "qwen")) as stub:
         with pytest.raises(PreflightError) as caught:
-            preflight(profile_for(stub.base_url, model="gpt-x"), {})
+            check_policy_endpoint(profile_for(stub.base_url, model="gpt-x"), {})
     assert str(caught.value) == f"the policy endpoint {stub.base_url} does not serve model 'gpt-x'; it serves: llava, qwen"
 
 
 def test_preflight_unreachable():
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    with pytest.raises(PreflightError, match=f"cannot reach the policy endpoint {url}"):
-        preflight(profile_for(url), {})
+    with pytest.raises(PreflightError, match=f"the policy endpoint {url} is unreachable: "):
+        check_policy_endpoint(profile_for(url), {})
 
 
 class NoModelList(OpenAIStub):
@@ -237,20 +236,20 @@ class FlakyModelList(OpenAIStub):
 
 def test_preflight_retries_an_endpoint_that_is_not_ready_yet():
     with FlakyModelList(2) as stub:
-        preflight(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
+        check_policy_endpoint(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
     with FlakyModelList(3) as stub:
         with pytest.raises(PreflightError) as caught:
-            preflight(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
+            check_policy_endpoint(profile_for(stub.base_url, retries=2, backoff_s=0.01), {})
     assert str(caught.value) == f"the policy endpoint {stub.base_url} answered HTTP 503: loading the model"
 
 
 def test_preflight_without_a_model_list_asks_for_one_token():
     with NoModelList([OK]) as stub:
-        preflight(profile_for(stub.base_url), {})
+        check_policy_endpoint(profile_for(stub.base_url), {})
     assert stub.requests == [{"model": "stub-model", "messages": [{"role": "user", "content": "Reply with OK."}],
                               "max_tokens": 1}]
     with NoModelList([error(404, "The model `stub-model` does not exist.")]) as stub:
         with pytest.raises(PreflightError) as caught:
-            preflight(profile_for(stub.base_url), {})
+            check_policy_endpoint(profile_for(stub.base_url), {})
     assert str(caught.value) == (f"the policy endpoint {stub.base_url} does not serve model 'stub-model': HTTP 404: "
                                  "The model `stub-model` does not exist.")

@@ -284,7 +284,7 @@ def test_preflight_stops_the_session_before_any_task(tmp_path, case):
         assert stub.requests == []  # not one completion
     expected = {
         "wrong key": f"Exit: webeval: the policy endpoint {base_url} refused the API key from ${KEY_ENV}: HTTP 401",
-        "unreachable": f"Exit: webeval: cannot reach the policy endpoint {base_url}",
+        "unreachable": f"Exit: webeval: the policy endpoint {base_url} is unreachable",
     }[case]
     output = proc.stdout + proc.stderr
     # pytest.exit's own rendering: the message on stderr, echoed once in the terminal's closing line.

@@ -18,7 +18,7 @@ from webeval.policy.openai import (
     make_adapter,
 )
 from webeval.policy.openai.profile import make_profile
-from webeval.policy.openai.record import expand_request, read_recording
+from webeval.policy.openai.recording import expand_request, read_recording
 from webeval.tasks import Task
 
 KEY = "sk-record-test-0a1b2c3d4e5f"

@@ -20,13 +20,13 @@ from webeval.actions import Observation, parse_turn
 from webeval.outcomes.record import FailureClass, InfraError
 from webeval.plugin.policies import policy_options
 from webeval.policy.openai import (
-    HttpTransport, OpenAIPolicy, Recorder, RecordingTransport, ReplayTransport, find_recording, make_adapter,
+    HttpTransport, OpenAIPolicy, Recorder, RecordingTransport, ReplayTransport, check_policy_endpoint, find_recording,
+    make_adapter,
 )
 from webeval.policy.openai.computer_use import ComputerUseAdapter
 from webeval.policy.openai.image import Frame
-from webeval.policy.openai.preflight import preflight
 from webeval.policy.openai.profile import make_profile
-from webeval.policy.openai.record import read_recording
+from webeval.policy.openai.recording import read_recording
 from webeval.tasks import Task
 
 SCREEN = (1280, 720)
@@ -301,8 +301,8 @@ async def test_a_responses_episode_records_and_replays_offline(tmp_path: Path):
 
 def test_the_preflight_of_a_responses_endpoint_without_a_model_list_asks_for_a_tiny_response():
     with NoModelList([Reply(content="OK")]) as stub:
-        preflight(make_profile({"base_url": stub.base_url, "model": "stub-model", "api": "responses",
-                                "retries": 0}), {})
+        check_policy_endpoint(make_profile({"base_url": stub.base_url, "model": "stub-model", "api": "responses",
+                                            "retries": 0}), {})
     assert stub.paths == ["/responses"]
     assert stub.requests == [{"model": "stub-model", "input": "Reply with OK.", "max_output_tokens": 16}]
 

@@ -90,8 +90,8 @@ async def test_a_batch_of_oracle_rollouts_gives_one_scored_record_each_with_its_
     assert sorted(r.rollout_id for r in on_disk) == sorted(records)
     assert not list(tmp_path.rglob("*.b64"))  # screenshots are files, referenced by path and hash
     assert all("base64" not in line for line in (tmp_path / "rollouts.jsonl").read_text().splitlines())
-    busy = sum(engine.stats.busy_s.values())
-    assert busy > 0 and set(engine.stats.busy_s) == {"slot-0", "slot-1", "slot-2"}
+    busy = sum(engine.pool.busy_s.values())
+    assert busy > 0 and set(engine.pool.busy_s) == {"slot-0", "slot-1", "slot-2"}
 
 
 async def test_a_straggler_is_cut_after_the_grace_and_masked_never_scored(local_tasks, tmp_path):

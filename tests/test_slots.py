@@ -104,3 +104,23 @@ async def test_four_slots_run_twelve_tasks_at_once_and_a_killed_chromium_is_its_
     assert overlap[0] == SLOTS, overlap  # the episodes ran at once, not in turn
     assert sum(1 for _ in run_dir.records()) == len(tasks) + 1
     print(f"12 tasks on {SLOTS} slots in {took:.1f} s")
+
+
+async def test_an_attempt_broken_by_infrastructure_is_run_again_and_both_are_on_record(tmp_path):
+    """--infra-retries: the first attempt's Chromium is killed; the retried attempt runs in a browser started again."""
+    task = twelve_tasks()[0]
+    run_dir = RunDir(tmp_path / "run")
+    made: list[KillsItsBrowser] = []
+    with SiteServer() as server:
+        async with Slot(1280, 720) as slot:
+            def policy(session, prepared):
+                made.append(KillsItsBrowser(oracle(session, prepared), slot) if not made else oracle(session, prepared))
+                return made[-1]
+
+            record = await run_task(task, slot, policy, verifier_judge, run_dir, environment=OfflineSites(server),
+                                    infra_retries=1)
+    assert record.outcome is Outcome.passed and record.attempt == 2, record.reason
+    first, final = run_dir.records()
+    assert (first.outcome, first.kind, first.attempt) == (Outcome.infra_error, "browser", 1)
+    assert first.reason.endswith("(retried)")
+    assert final.model_copy(update={"finished_at": ""}) == record

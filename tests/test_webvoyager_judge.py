@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply, error, text
 from webeval.judges.config import (
-    JudgeConfig, JudgeConfigError, Judging, check_endpoint, parse_kinds, with_profile,
+    JudgeConfig, JudgeConfigError, Judging, check_judge_endpoint, parse_kinds, with_profile,
 )
+from webeval.judges.protocols.webeval import MAX_SCREENSHOTS, WebevalJudge, parse_verdict
 from webeval.judges.reference import golden_met, reference_verdict
-from webeval.judges.webvoyager import MAX_SCREENSHOTS, Endpoint, ModelJudge, Unreadable, parse_verdict
+from webeval.models import Endpoint, Unreadable
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.tasks import Task
@@ -59,12 +61,12 @@ def stub():
         yield server
 
 
-def judge_for(stub: OpenAIStub, **changes) -> ModelJudge:
+def judge_for(stub: OpenAIStub, **changes) -> WebevalJudge:
     last = changes.pop("last", None)
     endpoint = Endpoint(base_url=stub.base_url, model="judge-model", api_key=SECRET, timeout_s=10, retries=0)
     for key, value in changes.items():
         endpoint = Endpoint(**{**endpoint.__dict__, key: value})
-    return ModelJudge(endpoint, last)
+    return WebevalJudge(endpoint, last)
 
 
 # --- the protocol ------------------------------------------------------------------------------------------------
@@ -76,7 +78,7 @@ async def test_a_success_verdict_with_the_task_answer_and_screenshots(stub, tmp_
     verdict = await judge.judge(TASK, proof)
     await judge.close()
     assert verdict.success and verdict.reason == "The recipe page shows 4.9 stars and 67 reviews."
-    assert verdict.judge == "webvoyager" and verdict.model == "judge-model" and verdict.raw
+    assert verdict.judge == verdict.protocol == "webeval" and verdict.model == "judge-model" and verdict.raw
     request = stub.requests[0]
     assert request["model"] == "judge-model" and request["temperature"] == 0
     assert "screenshots are genuine" in request["messages"][0]["content"]
@@ -184,11 +186,11 @@ async def test_a_readable_answer_to_a_re_ask_is_the_verdict(stub, tmp_path):
     (error(500, f"upstream broke for key {SECRET}"), "HTTP 500"),
     (error(429, "slow down"), "HTTP 429"),
     (error(404, "no such model"), "HTTP 404"),
-    (Reply(drop=True), "unreachable"),
+    (Reply(drop=True), "connection failed"),
     (Reply(raw_body="<html>gateway</html>"), "the response is not a chat completion"),
     (Reply(raw_body='{"object": "chat.completion", "choices": []}'), "the response is not a chat completion"),
     (Reply(raw_body='{"choices": [{"index": 0}]}'), "the response is not a chat completion"),
-    (Reply(delay_s=3.0, content="{}"), "timed out after 1 s"),
+    (Reply(delay_s=3.0, content="{}"), "no reply within 1 s"),
 ])
 async def test_transport_http_timeout_and_schema_errors_are_judge_errors(stub, tmp_path, reply, message):
     stub.script = [reply]
@@ -203,7 +205,7 @@ async def test_transport_http_timeout_and_schema_errors_are_judge_errors(stub, t
 
 async def test_a_refused_key_is_a_judge_error_that_never_shows_the_key(stub, tmp_path):
     judge = judge_for(stub, api_key="sk-wrong-" + SECRET)
-    with pytest.raises(JudgeError, match="authentication failed") as info:
+    with pytest.raises(JudgeError, match="refused the API key") as info:
         await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
     assert SECRET not in str(info.value)
@@ -212,8 +214,8 @@ async def test_a_refused_key_is_a_judge_error_that_never_shows_the_key(stub, tmp
 async def test_an_unreachable_endpoint_is_a_judge_error(tmp_path):
     with OpenAIStub() as gone:
         url = gone.base_url
-    judge = ModelJudge(Endpoint(base_url=url, model="m", timeout_s=5, retries=0))
-    with pytest.raises(JudgeError, match="unreachable"):
+    judge = WebevalJudge(Endpoint(base_url=url, model="m", timeout_s=5, retries=0))
+    with pytest.raises(JudgeError, match="connection failed"):
         await judge.judge(TASK, evidence(tmp_path))
     await judge.close()
 
@@ -257,7 +259,7 @@ async def test_both_judges_pass_a_golden_task_only_together(stub, tmp_path):
                          api_key_env="JUDGE_KEY", retries=0)
     judging = Judging(config, {"JUDGE_KEY": SECRET})
     both = await judging.judge(TASK, evidence(tmp_path))
-    assert both.success and both.judge == "webvoyager+reference" and both.details["reference"]["matched"]
+    assert both.success and both.judge == "webeval+reference" and both.details["reference"]["matched"]
     wrong = await judging.judge(TASK, evidence(tmp_path, answer="Some other cookies"))
     assert not wrong.success and wrong.judge == "reference"
     assert len(stub.requests) == 1  # a golden mismatch needs no model call
@@ -315,13 +317,15 @@ def test_a_key_variable_that_is_not_set_is_a_configuration_error():
     assert endpoint.redact(f"key {SECRET} leaked") == "key *** leaked"
 
 
-async def test_the_endpoint_check_stops_on_a_bad_key_an_unserved_model_or_no_endpoint(stub):
-    await check_endpoint(Endpoint(stub.base_url, "judge-model", SECRET))
-    with pytest.raises(JudgeConfigError, match="refused the API key"):
-        await check_endpoint(Endpoint(stub.base_url, "judge-model", "sk-wrong"))
-    with pytest.raises(JudgeConfigError, match="does not serve model 'gpt-9' \\(it serves judge-model\\)"):
-        await check_endpoint(Endpoint(stub.base_url, "gpt-9", SECRET))
+def test_the_endpoint_check_stops_on_a_bad_key_an_unserved_model_or_no_endpoint(stub):
+    config = JudgeConfig(base_url=stub.base_url, model="judge-model", api_key_env="JUDGE_KEY", retries=0)
+    check_judge_endpoint(config, {"JUDGE_KEY": SECRET})
+    with pytest.raises(JudgeConfigError, match="refused the API key from \\$JUDGE_KEY: HTTP 401") as refused:
+        check_judge_endpoint(config, {"JUDGE_KEY": "sk-wrong-key-4821"})
+    assert "sk-wrong-key-4821" not in str(refused.value)
+    with pytest.raises(JudgeConfigError, match="does not serve model 'gpt-9'; it serves: judge-model"):
+        check_judge_endpoint(replace(config, model="gpt-9"), {"JUDGE_KEY": SECRET})
     with OpenAIStub() as gone:
         url = gone.base_url
-    with pytest.raises(JudgeConfigError, match="is unreachable"):
-        await check_endpoint(Endpoint(url, "m"), timeout_s=5)
+    with pytest.raises(JudgeConfigError, match=f"the judge endpoint {url} is unreachable: "):
+        check_judge_endpoint(JudgeConfig(base_url=url, model="m", retries=0))

@@ -16,8 +16,9 @@ from PIL import Image
 from fixtures.openai_stub import OpenAIStub, Reply, error, text
 from tests.webvoyager_data import pytest_run, records, tripwires, webvoyager_rows
 from webeval.cli import main
+from webeval.judges.protocols.webeval import WebevalJudge
 from webeval.judges.rejudge import rejudge
-from webeval.judges.webvoyager import Endpoint, ModelJudge
+from webeval.models import Endpoint
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
@@ -121,7 +122,7 @@ async def test_an_unreadable_judge_reply_is_masked_unless_the_run_counts_it_a_fa
     run_dir = finished_run(tmp_path)
     _, tasks = load_file(tmp_path / "tasks.jsonl", TODAY)
     with OpenAIStub([text("I think the agent did fine.")] * 3, models=("judge-model",)) as stub:
-        judge = ModelJudge(Endpoint(stub.base_url, "judge-model", retries=0))
+        judge = WebevalJudge(Endpoint(stub.base_url, "judge-model", retries=0))
         await rejudge(run_dir, {t.id: t for t in tasks}, judge.judge, judge_name="m", select={"Allrecipes--0"},
                       unparseable=convention)
         await judge.close()
@@ -170,7 +171,7 @@ async def test_a_rejudge_whose_judge_fails_again_stays_judge_failed(tmp_path):
     run_dir = finished_run(tmp_path)
     _, tasks = load_file(tmp_path / "tasks.jsonl", TODAY)
     with OpenAIStub([error(503, "still down")], models=("judge-model",)) as stub:
-        judge = ModelJudge(Endpoint(stub.base_url, "judge-model", retries=0))
+        judge = WebevalJudge(Endpoint(stub.base_url, "judge-model", retries=0))
         results = await rejudge(run_dir, {t.id: t for t in tasks}, judge.judge, judge_name="m", failed_only=True)
         await judge.close()
     assert [r.after.outcome for r in results] == [Outcome.judge_failed] * 3

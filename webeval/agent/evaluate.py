@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, retry_if_result, stop_after_attempt
+
 from webeval.agent.environment import Environment, Prepared
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
@@ -29,12 +31,10 @@ from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession
-from webeval.runtime.remote import RemoteSlot
-from webeval.runtime.slot import Slot
+from webeval.runtime.pool import AnySlot
 from webeval.tasks import Task
 
 PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
-AnySlot = Slot | RemoteSlot
 # Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
 WATCHDOG_MARGIN_S = 45.0
 NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
@@ -114,24 +114,35 @@ async def act(task: Task, how: Evaluation) -> Acted:
     on record too (appended here), in a fresh context of a slot started again if it died."""
     began = time.monotonic()
     prepared = how.environment.prepare(task)
-    episode: Episode | None = None  # the last attempt's, when a retry cannot start the slot again
-    for retry in range(how.infra_retries + 1):
-        try:
-            await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
-        except InfraError as exc:  # a part died while it started, every time
-            return Acted(task, prepared, episode, began,
-                         Attempt(_infra(how, task, exc, episode, time.monotonic() - began), episode))
+    episodes: list[Episode] = []  # the last one's is kept when a retry cannot start the slot again
+
+    async def attempt() -> Episode:
+        await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
         number, folder = how.run_dir.attempt_dir(task.id)
-        episode = await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number))
-        infra = episode.infra
-        if infra is None or infra.kind in NOT_RETRIED or retry == how.infra_retries:
-            break
-        how.run_dir.append(_infra(how, task, infra, episode, episode.duration_s, " (retried)"))
+        episodes.append(await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number)))
+        return episodes[-1]
+
+    def retried(state: RetryCallState) -> None:
+        episode = state.outcome.result()
+        how.run_dir.append(_infra(how, task, episode.infra, episode, episode.duration_s, " (retried)"))
+
+    try:
+        episode = await AsyncRetrying(stop=stop_after_attempt(how.infra_retries + 1), retry=retry_if_result(_retried),
+                                      before_sleep=retried, retry_error_callback=lambda state: state.outcome.result(),
+                                      reraise=True)(attempt)
+    except InfraError as exc:  # a part died while it started, every time
+        last = episodes[-1] if episodes else None
+        return Acted(task, prepared, last, began, Attempt(_infra(how, task, exc, last, time.monotonic() - began), last))
     episode.infra = episode.infra or how.environment.blocked(episode.evidence(prepared.task.goal))
     if episode.infra is not None:
         return Acted(task, prepared, episode, began,
                      Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode))
     return Acted(task, prepared, episode, began)
+
+
+def _retried(episode: Episode) -> bool:
+    """An episode that infrastructure broke is run again, unless no second try can go otherwise (a refused key)."""
+    return episode.infra is not None and episode.infra.kind not in NOT_RETRIED
 
 
 async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
@@ -151,13 +162,8 @@ async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
 
 async def _ready(slot: AnySlot, starts: int = 3) -> None:
     """The slot started, or started again: a part killed while it starts gets another start."""
-    for start in range(starts):
-        try:
-            await slot.ready()
-            return
-        except InfraError:
-            if start == starts - 1:
-                raise
+    await AsyncRetrying(stop=stop_after_attempt(starts), retry=retry_if_exception_type(InfraError),
+                        reraise=True)(slot.ready)
 
 
 async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> Episode:

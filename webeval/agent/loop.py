@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from playwright.async_api import Error as PlaywrightError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from webeval.actions import ActionError, Observation, Terminate, parse_turn
 from webeval.agent.environment import PageHooks
@@ -35,16 +36,24 @@ class Budgets:
 
 async def open_start_page(session: TaskSession, url: str, retries: int) -> None:
     """Navigation transport errors are retried, then they are infrastructure, not the agent's fault."""
-    last = ""
-    for _ in range(retries + 1):
+
+    async def attempt() -> None:
         try:
             await session.goto(url)
-            return
         except PlaywrightError as exc:
-            last = str(exc).splitlines()[0]
             if not await session.browser_alive():
-                raise InfraError("browser", f"Chromium died opening {url}: {last}") from None
-    raise InfraError("navigation", f"could not open {url}: {last}")
+                raise InfraError("browser", f"Chromium died opening {url}: {_first(exc)}") from None
+            raise
+
+    try:
+        await AsyncRetrying(stop=stop_after_attempt(retries + 1), retry=retry_if_exception_type(PlaywrightError),
+                            reraise=True)(attempt)
+    except PlaywrightError as exc:
+        raise InfraError("navigation", f"could not open {url}: {_first(exc)}") from None
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 async def _write(path: Path, data: bytes) -> None:

@@ -18,10 +18,9 @@ from webeval.judges.reference import reference_verdict
 from webeval.judges import cache, protocols
 from webeval.judges.ensemble import vote
 from webeval.judges.protocols.pinned import prompts_folder
-from webeval.judges.webvoyager import Endpoint
+from webeval.models import Endpoint, PreflightError, preflight, read_key
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
-from webeval.outcomes.redact import Secret, declare
 from webeval.outcomes.verdict import Verdict
 from webeval.profiles import ProfileError, catalogue_path, find, is_path, read_catalogue, validate
 from webeval.tasks import Task
@@ -106,15 +105,11 @@ class JudgeConfig:
         environ = os.environ if environ is None else environ
         if not (self.base_url and self.model):
             raise JudgeConfigError("the model judge needs --judge-base-url and --judge-model (or --judge-profile)")
-        key = None
-        if self.api_key_env:
-            key = environ.get(self.api_key_env)
-            if not key:
-                raise JudgeConfigError(f"the judge's API key variable ${self.api_key_env} is not set")
-            declare(key)
-            key = Secret(key)  # the endpoint's repr (a traceback, a log line) shows *** for it
-        return Endpoint(base_url=self.base_url, model=self.model, api_key=key, timeout_s=self.timeout_s,
-                        retries=self.retries, temperature=self.temperature)
+        key = read_key(environ, self.api_key_env)
+        if self.api_key_env and not key:
+            raise JudgeConfigError(f"the judge's API key variable ${self.api_key_env} is not set")
+        return Endpoint(base_url=self.base_url, model=self.model, api_key=key, api_key_env=self.api_key_env,
+                        timeout_s=self.timeout_s, retries=self.retries)
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
@@ -174,28 +169,13 @@ def with_members(config: JudgeConfig, names: str, root: Path | None = None) -> J
     return replace(config, members=tuple(with_profile(replace(bare, profile=name), root) for name in chosen))
 
 
-async def check_endpoint(endpoint: Endpoint, timeout_s: float = 15.0) -> None:
-    """Stop before any task when the judge cannot work at all: unreachable, key refused, model not served."""
-    import openai
-
-    client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key or "EMPTY",
-                                timeout=timeout_s, max_retries=0)
-    where = f"the judge endpoint {endpoint.base_url}"
+def check_judge_endpoint(config: JudgeConfig, environ: dict[str, str] | None = None) -> None:
+    """Stop before any task when the judge cannot work at all: its key unset or refused, its endpoint unreachable,
+    its model not served (the one preflight of webeval.models)."""
     try:
-        models = [m.id async for m in client.models.list()]
-    except openai.AuthenticationError:
-        raise JudgeConfigError(f"{where} refused the API key (HTTP 401)") from None
-    except openai.PermissionDeniedError:
-        raise JudgeConfigError(f"{where} refused the API key (HTTP 403)") from None
-    except openai.APIConnectionError:
-        raise JudgeConfigError(f"{where} is unreachable") from None
-    except (openai.APIStatusError, openai.APIResponseValidationError, ValueError, TypeError):
-        return  # endpoints without a model list: the first judge call will tell
-    finally:
-        await client.close()
-    if models and endpoint.model not in models:
-        shown = ", ".join(models[:8]) + (", ..." if len(models) > 8 else "")
-        raise JudgeConfigError(f"{where} does not serve model {endpoint.model!r} (it serves {shown})")
+        preflight(config.endpoint(environ), "judge")
+    except PreflightError as exc:
+        raise JudgeConfigError(str(exc)) from None
 
 
 class Judging:
@@ -212,17 +192,20 @@ class Judging:
         if config.uses_model and not self.members:
             try:
                 self.model = protocols.build(config.protocol, config.endpoint(environ), config.screenshots,
-                                             prompts_folder(config.prompts))
+                                             prompts_folder(config.prompts), config.temperature)
             except JudgeError as exc:  # the pinned prompt file is missing or not the pin's
                 raise JudgeConfigError(str(exc)) from None
 
     def deadline_s(self) -> float:
-        """The longest a whole judgement may take: every ask, each with its retries, and a margin for the backoff.
-        The client's timeout bounds each read, not a reply that trickles in slower than it."""
+        """The longest a whole judgement may take: every ask, each with its retries and the waits between them,
+        and a margin."""
         if self.members:  # they judge at once
             return max(member.deadline_s() for member in self.members)
-        asks = self.model.reasks + 1 if self.model is not None else 1
-        return self.config.timeout_s * (self.config.retries + 1) * asks + DEADLINE_MARGIN_S
+        if self.model is None:
+            return self.config.timeout_s + DEADLINE_MARGIN_S
+        endpoint = self.model.endpoint
+        ask = endpoint.timeout_s * (endpoint.retries + 1) + endpoint.retrying.longest_waits_s()
+        return ask * (self.model.reasks + 1) + DEADLINE_MARGIN_S
 
     async def judge(self, task: Task, evidence: Evidence) -> Verdict:
         where = f"judge {self.config.model}"
@@ -231,15 +214,13 @@ class Judging:
                 return await self._judge(task, evidence)
         except TimeoutError:
             raise JudgeError(f"{where}: no verdict within {self.deadline_s():g} s", kind="timeout") from None
-        except RecursionError:  # the client's JSON parser on a reply nested thousands of levels deep
-            raise JudgeError(f"{where}: the response is JSON nested too deeply to read", kind="schema") from None
 
     async def _judge(self, task: Task, evidence: Evidence) -> Verdict:
         if self.members:
             results = await asyncio.gather(*(m._judge(task, evidence) for m in self.members), return_exceptions=True)
             names = [Path(m.config.profile).stem if m.config.profile and is_path(m.config.profile)
                      else m.config.profile or m.config.model or "?" for m in self.members]
-            return vote(names, list(results))
+            return vote(names, list(results)).model_copy(update={"protocol": self.config.protocol})
         if self.model is None:
             return reference_verdict(task, evidence.answer)
         if "reference" in self.config.kinds and task.reference_answers:
@@ -248,7 +229,7 @@ class Judging:
                 return reference
             verdict = await self._model_verdict(task, evidence)
             return verdict.model_copy(update={
-                "judge": "webvoyager+reference",
+                "judge": f"{verdict.judge}+reference",
                 "reason": f"{verdict.reason} (reference: {reference.reason})",
                 "details": {**verdict.details, "reference": reference.details},
             })

@@ -12,14 +12,14 @@ import pytest
 
 from webeval.agent.environment import Prepared
 from webeval.outcomes.record import NotRun
+from webeval.models import PreflightError
 from webeval.plugin.keys import ATTEMPT
 from webeval.policy.base import Policy
 from webeval.policy.openai import (
     ADAPTERS, APIS, DUMP_FOLDER, HttpTransport, Mark, OpenAIPolicy, PolicyAuthError, Profile, ProfileError, Recorder,
-    RecordingTransport, ReplayMissing, ReplayTransport, api_key_from, find_recording, load_profile, make_adapter,
-    read_recording,
+    RecordingTransport, ReplayMissing, ReplayTransport, api_key_from, check_policy_endpoint, find_recording,
+    load_profile, make_adapter, read_recording,
 )
-from webeval.policy.openai.preflight import PreflightError, preflight
 from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.marks import interactive_elements
 from webeval.runtime.session import TaskSession
@@ -149,7 +149,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _OPTIONS = policy_options(config.option, Path(config.rootpath))
     if _OPTIONS.profile is not None and not hasattr(config, "workerinput") and not config.option.collectonly:
         try:
-            preflight(_OPTIONS.profile, os.environ)
+            check_policy_endpoint(_OPTIONS.profile, os.environ)
         except PreflightError as exc:
             pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
 

@@ -25,7 +25,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.rollouts.records import CUT, HARNESS_ERROR, INTERRUPTED, RolloutRecord, masked, scored, turn_records
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 from webeval.rollouts.store import RolloutStore
-from webeval.runtime.slot import Slot
+from webeval.runtime.pool import SlotPool
 from webeval.tasks import Task
 
 NOT_STARTED = "not_started"  # stopped while waiting for a slot: no record, a later collection runs it
@@ -79,8 +79,6 @@ class Flight:
 
 @dataclass
 class EngineStats:
-    started_s: float = field(default_factory=time.monotonic)
-    busy_s: dict[str, float] = field(default_factory=dict)  # slot -> seconds it held a rollout
     outcomes: dict[str, int] = field(default_factory=dict)  # failure kind (or "passed") -> rollouts
     steps: int = 0
     step_s: list[float] = field(default_factory=list)  # each turn's whole time, for latency figures
@@ -99,14 +97,12 @@ class RolloutEngine:
         self.tasks, self.policy_for, self.settings = tasks, policy_for, settings
         self.run_dir = RunDir(out)
         self.store = RolloutStore(Path(out))
-        self.slots = slots if slots is not None else [Slot(*settings.screen, settings.browser_path)
-                                                      for _ in range(settings.slots)]
-        self.names = {id(slot): f"slot-{index}" for index, slot in enumerate(self.slots)}
+        self.pool = SlotPool(slots) if slots is not None else SlotPool.local(settings.slots, settings.screen,
+                                                                             settings.browser_path)
         self.policy_version = ""
-        self.stats = EngineStats(busy_s=dict.fromkeys(self.names.values(), 0.0))
+        self.stats = EngineStats()
         self.flights: dict[str, Flight] = {}
         self.stopped: str | None = None
-        self._free: asyncio.Queue = asyncio.Queue()
         self._judging = asyncio.Semaphore(settings.judge_concurrency)
         self._endpoint_failures = 0
 
@@ -117,32 +113,27 @@ class RolloutEngine:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    @property
+    def slots(self) -> list[AnySlot]:
+        return self.pool.slots
+
     async def start(self) -> None:
         """Every slot started (a few at a time) and free. A slot that cannot exist here stops the engine at once."""
         self.run_dir.path.mkdir(parents=True, exist_ok=True)
-        starting = asyncio.Semaphore(self.settings.start_concurrency)
-
-        async def start_one(slot: AnySlot) -> None:
-            async with starting:
-                await slot.ready()
-
         try:
-            await asyncio.gather(*(start_one(slot) for slot in self.slots))
+            await self.pool.start(self.settings.start_concurrency)
         except NotRun as exc:
-            await self.close()
             raise EngineStopped(f"the slots cannot start here: {exc.message}") from None
-        for slot in self.slots:
-            self._free.put_nowait(slot)
 
     async def close(self) -> None:
-        await asyncio.gather(*(slot.close() for slot in self.slots), return_exceptions=True)
+        await self.pool.close()
 
     def set_policy_version(self, version: str | int) -> None:
         """The version of the policy's weights from now on: rollouts in flight end with it as their end version."""
         self.policy_version = str(version)
 
     def free_slots(self) -> int:
-        return self._free.qsize()
+        return self.pool.free()
 
     async def run(self, request: RolloutRequest | dict) -> RolloutRecord:
         """One rollout to its record (also appended to rollouts.jsonl). RequestError for a bad request, before it
@@ -188,19 +179,18 @@ class RolloutEngine:
             return self._masked(flight, version, HARNESS_ERROR, reason)
 
     async def _attempt(self, flight: Flight, task: Task, policy: PolicyFactory) -> tuple[Attempt, dict[str, float]]:
-        slot = await self._free.get()
+        slot = await self.pool.take()
         if self.stopped:
-            self._free.put_nowait(slot)
+            self.pool.give_back(slot, 0.0)
             raise EngineStopped(self.stopped)
-        name = flight.slot = self.names[id(slot)]
+        flight.slot = self.pool.name(slot)
         took = time.monotonic()
         how = self._evaluation(slot, self._seen(policy, flight))
         try:
             acted = await act(task, how)
         finally:
             held = time.monotonic() - took
-            self.stats.busy_s[name] += held
-            self._free.put_nowait(slot)
+            self.pool.give_back(slot, held)
         judged = time.monotonic()
         async with self._judging:
             attempt = await judge_acted(acted, how)

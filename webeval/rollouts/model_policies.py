@@ -11,9 +11,11 @@ import asyncio
 import os
 from typing import Any, Mapping
 
+from webeval.models import Exchange
 from webeval.outcomes.redact import declare
-from webeval.policy.openai import HttpTransport, Mark, OpenAIPolicy, Profile, api_key_from, make_adapter
-from webeval.policy.openai.client import Exchange, Transport
+from webeval.policy.openai import (
+    HttpTransport, Mark, OpenAIPolicy, Profile, Transport, api_key_from, make_adapter,
+)
 from webeval.profiles import ProfileError, validate
 from webeval.rollouts.requests import RequestError, RolloutRequest
 from webeval.runtime.marks import interactive_elements

@@ -10,7 +10,6 @@ PYTEST_DONT_REWRITE: the suite's conftest imports this module before pytest load
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from webeval.benchmarks.tasks.spec import TaskEntry, read_task_file
 from webeval.benchmarks.tasks.verify import TaskFileSites, judge_of
-from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, check_endpoint, with_profile
+from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, check_judge_endpoint, with_profile
 from webeval.judges.decide import Judge
 from webeval.plugin import suite
 from webeval.plugin.policies import STOP_EXIT_CODE
@@ -99,7 +98,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if not session.config.option.collectonly:
         try:
-            asyncio.run(check_endpoint(loaded.judge.endpoint()))
+            check_judge_endpoint(loaded.judge)
         except JudgeConfigError as exc:  # every rubric task would fail to be judged: nothing starts
             pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)
 

@@ -7,14 +7,13 @@ core's `--rejudge DIR`: the run's own webvoyager.json fills in the population an
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Awaitable, Callable
 
 import pytest
 
 from webeval.agent.live import LiveSites
-from webeval.judges.config import Judging, JudgeConfigError, check_endpoint
+from webeval.judges.config import Judging, JudgeConfigError, check_judge_endpoint
 from webeval.judges.protocols import PROTOCOLS
 from webeval.outcomes.epochs import expand
 from webeval.outcomes.evidence import Evidence
@@ -110,7 +109,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if setup.judge.uses_model and setup.judge.configured:
         try:
             for judge in setup.judge.members or (setup.judge,):
-                asyncio.run(check_endpoint(judge.endpoint()))
+                check_judge_endpoint(judge)
         except JudgeConfigError as exc:
             # like a policy endpoint that cannot work: every task would fail to be judged, so nothing starts
             pytest.exit(f"webeval: {exc}", returncode=STOP_EXIT_CODE)

@@ -13,8 +13,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from webeval.judges.protocols.chat import ChatJudge, image_part
 from webeval.judges.protocols.pinned import PromptPin, locate, read_constants
-from webeval.judges.webvoyager import Endpoint, ModelJudge, _image
+from webeval.models import Endpoint, Unreadable
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
@@ -47,7 +48,14 @@ def read_reply(content: str | None) -> bool | None:
     return True if "SUCCESS" in text else None
 
 
-class WebVoyagerJudge(ModelJudge):
+def _decided(content: str) -> bool:
+    success = read_reply(content)
+    if success is None:
+        raise Unreadable("neither SUCCESS nor NOT SUCCESS")
+    return success
+
+
+class WebVoyagerJudge(ChatJudge):
     name = "webvoyager"
 
     def __init__(self, endpoint: Endpoint, prompts: Path, last_screenshots: int | None = None,
@@ -58,25 +66,17 @@ class WebVoyagerJudge(ModelJudge):
 
     def messages(self, goal: str, answer: str, shots: list[Path]) -> list[dict[str, Any]]:
         intro = self.user.replace("<task>", goal).replace("<answer>", answer).replace("<num>", str(self.last))
-        content = [{"type": "text", "text": intro}, *(_image(path) for path in shots),
+        content = [{"type": "text", "text": intro}, *(image_part(path) for path in shots),
                    {"type": "text", "text": self.closing}]
         return [{"role": "system", "content": self.system}, {"role": "user", "content": content}]
 
     async def judge(self, task: Task, evidence: Evidence) -> Verdict:
         goal = evidence.goal or task.goal
-        made = dict(judge=self.name, model=self.endpoint.model, protocol=self.name,
-                    prompt_version=self.prompt_version)
         if evidence.answer is None:
-            return Verdict(success=False, reason="the agent gave no answer", details={"asked": 0}, **made)
+            return self.verdict(False, "the agent gave no answer", None, {"asked": 0})
         shots = evidence.screenshot_paths(self.last)
         request: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": MAX_TOKENS, "seed": SEED,
                                    "temperature": 0, "messages": self.messages(goal, evidence.answer, shots)}
-        details = {"screenshots": [path.name for path in shots], "goal": goal}
-        for asked in range(1, self.reasks + 2):
-            content = await self._complete(request)
-            success = read_reply(content)
-            if success is not None:
-                return Verdict(success=success, reason=(content or "").strip(), raw=content,
-                               details={**details, "asked": asked}, **made)
-        raise JudgeError(f"judge {self.endpoint.model}: neither SUCCESS nor NOT SUCCESS in {self.reasks + 1} replies; "
-                         f"last reply: {(content or '')[:200]!r}", kind="unparseable")
+        read = await self.ask_until_read(request, _decided)
+        return self.verdict(read.value, read.content.strip(), read.content,
+                            {"screenshots": [path.name for path in shots], "goal": goal, "asked": read.asked})

@@ -16,8 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from webeval.judges.protocols.chat import ChatJudge, image_part, json_objects
 from webeval.judges.protocols.webjudge import action_history, score
-from webeval.judges.webvoyager import Endpoint, ModelJudge, _image, _objects
+from webeval.models import Endpoint, Reading, Unreadable
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import InfraError, JudgeError
 from webeval.outcomes.verdict import Verdict
@@ -52,9 +53,9 @@ def fact_ids(rubric: list[list[str]]) -> dict[str, str]:
     return {f"{g}.{f}": fact for g, group in enumerate(rubric, 1) for f, fact in enumerate(group, 1)}
 
 
-def read_facts(content: str, wanted: dict[str, str]) -> tuple[dict[str, dict[str, Any]], bool] | None:
-    """({fact id: {"holds", "why"}}, blocked) from a reply, or None when it does not rule on every fact."""
-    for document in _objects(content):
+def read_facts(content: str, wanted: dict[str, str]) -> tuple[dict[str, dict[str, Any]], bool]:
+    """({fact id: {"holds", "why"}}, blocked) from a reply; Unreadable when it does not rule on every fact."""
+    for document in json_objects(content):
         facts = document.get("facts")
         if not isinstance(facts, dict):
             continue
@@ -68,10 +69,10 @@ def read_facts(content: str, wanted: dict[str, str]) -> tuple[dict[str, dict[str
                           "why": str(entry.get("why", "")) if isinstance(entry, dict) else ""}
         else:
             return ruled, document.get("blocked") is True
-    return None
+    raise Unreadable(f"no ruling on every fact ({', '.join(wanted)})")
 
 
-class RubricJudge(ModelJudge):
+class RubricJudge(ChatJudge):
     name = "rubric"
     prompt_version = PROMPT_VERSION
 
@@ -88,11 +89,8 @@ class RubricJudge(ModelJudge):
             raise InfraError("site_blocked", f"the last page is {evidence.titles[-1]!r}")
         wanted = fact_ids(task.rubric)
         shots, scores = await self._chosen(evidence, wanted)
-        ruled, asked, content = await self._rule(task, evidence, wanted, shots)
-        if ruled is None:
-            raise JudgeError(f"judge {self.endpoint.model}: no ruling on every fact ({', '.join(wanted)}) in "
-                             f"{self.reasks + 1} replies; last reply: {content[:200]!r}", kind="unparseable")
-        ruled, blocked = ruled
+        read = await self._rule(task, evidence, wanted, shots)
+        ruled, blocked = read.value
         if blocked:
             raise InfraError("site_blocked", "the judge saw a bot wall or CAPTCHA page")
         groups = [all(ruled[f"{g}.{f}"]["holds"] for f in range(1, len(group) + 1))
@@ -100,10 +98,9 @@ class RubricJudge(ModelJudge):
         missed = [key for key, entry in ruled.items() if not entry["holds"]]
         reason = ("every fact group holds" if all(groups) else
                   "; ".join(f"{key} does not hold ({ruled[key]['fact']}): {ruled[key]['why']}" for key in missed))
-        return Verdict(success=all(groups), reason=reason, judge=self.name, model=self.endpoint.model, raw=content,
-                       protocol=self.name, prompt_version=self.prompt_version,
-                       details={"facts": ruled, "groups": groups, "screenshots": [p.name for p in shots],
-                                "relevance": scores, "asked": asked})
+        return self.verdict(all(groups), reason, read.content,
+                            {"facts": ruled, "groups": groups, "screenshots": [p.name for p in shots],
+                             "relevance": scores, "asked": read.asked})
 
     async def _chosen(self, evidence: Evidence, wanted: dict[str, str]) -> tuple[list[Path], dict[str, int]]:
         """The screenshots shown: the most relevant (at the threshold or more, at most `keep`), and the last."""
@@ -113,15 +110,16 @@ class RubricJudge(ModelJudge):
         facts = "\n".join(f"{key}: {fact}" for key, fact in wanted.items())
         asks = [{"model": self.endpoint.model, "temperature": 0, "messages": [
             {"role": "system", "content": RELEVANCE_PROMPT},
-            {"role": "user", "content": [{"type": "text", "text": f"Facts:\n{facts}"}, _image(path)]}]}
+            {"role": "user", "content": [{"type": "text", "text": f"Facts:\n{facts}"}, image_part(path)]}]}
             for path in shots[:-1]]
-        replies = await asyncio.gather(*(self._complete(ask) for ask in asks))
+        replies = await asyncio.gather(*(self.ask(ask) for ask in asks))
         scores = {path.name: score(reply or "")[0] for path, reply in zip(shots, replies)}
         ranked = sorted((p for p in shots[:-1] if scores[p.name] >= THRESHOLD), key=lambda p: -scores[p.name])
         chosen = set(ranked[:self.keep - 1])
         return [p for p in shots[:-1] if p in chosen] + [shots[-1]], scores
 
-    async def _rule(self, task: Task, evidence: Evidence, wanted: dict[str, str], shots: list[Path]):
+    async def _rule(self, task: Task, evidence: Evidence, wanted: dict[str, str],
+                    shots: list[Path]) -> Reading[tuple[dict[str, dict[str, Any]], bool]]:
         said = evidence.answer if evidence.answer is not None else "(the agent gave no answer)"
         text = (f"Task: {evidence.goal or task.goal}\n\nFinal answer of the agent: {said}\n\nFacts:\n"
                 + "\n".join(f"{key}: {fact}" for key, fact in wanted.items())
@@ -130,15 +128,10 @@ class RubricJudge(ModelJudge):
                 + f"\n\n{len(shots)} screenshots follow, oldest first.")
         request: dict[str, Any] = {"model": self.endpoint.model, "temperature": 0, "messages": [
             {"role": "system", "content": RUBRIC_PROMPT},
-            {"role": "user", "content": [{"type": "text", "text": text}, *(_image(p) for p in shots)]}]}
-        content = ""
-        for asked in range(1, self.reasks + 2):
-            content = await self._complete(request) or ""
-            ruled = read_facts(content, wanted)
-            if ruled is not None:
-                return ruled, asked, content
-            request["messages"] = [*request["messages"], {"role": "assistant", "content": content}, {
-                "role": "user", "content": "Your reply did not rule on every fact. Reply again with exactly one "
-                                           'JSON object: {"facts": {"<fact id>": {"holds": true|false, "why": '
-                                           '"..."}}, "blocked": false}, with every fact id listed.'}]
-        return None, self.reasks + 1, content
+            {"role": "user", "content": [{"type": "text", "text": text}, *(image_part(p) for p in shots)]}]}
+        return await self.ask_until_read(request, lambda content: read_facts(content, wanted), _again)
+
+
+def _again(why: str) -> str:
+    return ('Your reply did not rule on every fact. Reply again with exactly one JSON object: {"facts": '
+            '{"<fact id>": {"holds": true|false, "why": "..."}}, "blocked": false}, with every fact id listed.')

@@ -29,8 +29,9 @@ from typing import Any
 
 from PIL import Image
 
+from webeval.judges.protocols.chat import ChatJudge
 from webeval.judges.protocols.pinned import PromptPin, locate
-from webeval.judges.webvoyager import Endpoint, ModelJudge
+from webeval.models import Endpoint, Unreadable
 from webeval.outcomes.evidence import IMPORTED_ACTION, Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
@@ -93,6 +94,13 @@ def status(reply: str) -> bool | None:
     return None if len(parts) < 2 else "success" in parts[1]
 
 
+def _decided(reply: str) -> bool:
+    success = status(reply)
+    if success is None:
+        raise Unreadable("no 'Status: success' or 'Status: failure'")
+    return success
+
+
 def _jpeg(path: Path) -> dict[str, Any]:
     """A screenshot as upstream sends it: re-encoded as JPEG (Pillow's default quality), detail high."""
     buffer = io.BytesIO()
@@ -116,7 +124,7 @@ def action_history(evidence: Evidence) -> list[str]:
     return lines
 
 
-class WebJudge(ModelJudge):
+class WebJudge(ChatJudge):
     name = "webjudge"
 
     def __init__(self, endpoint: Endpoint, prompts: Path, last_screenshots: int | None = None,
@@ -125,21 +133,21 @@ class WebJudge(ModelJudge):
         self.prompts = read_prompts(pin, prompts)
         self.prompt_version = pin.version
 
-    def _ask(self, system: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    def _request(self, system: str, content: list[dict[str, Any]]) -> dict[str, Any]:
         return {"model": self.endpoint.model, "temperature": 0,
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": content}]}
 
     async def judge(self, task: Task, evidence: Evidence) -> Verdict:
         goal = evidence.goal or task.goal
         system, template = self.prompts["identify_key_points"][:2]
-        points = key_points(await self._complete(self._ask(system, [{"type": "text", "text": template.format(
+        points = key_points(await self.ask(self._request(system, [{"type": "text", "text": template.format(
             task=goal)}])) or "")
         shots = evidence.screenshot_paths(self.last)
         system, template = self.prompts["judge_image"][:2]
         text = template.format(task=goal, key_points=points)
         images = {path: _jpeg(path) for path in shots}  # encoded once: a kept screenshot is sent twice
-        replies = await asyncio.gather(*(self._complete(self._ask(system, [{"type": "text", "text": text},
-                                                                           images[path]])) for path in shots))
+        replies = await asyncio.gather(*(self.ask(self._request(system, [{"type": "text", "text": text},
+                                                                         images[path]])) for path in shots))
         scored = [(path, *score(reply or "")) for path, reply in zip(shots, replies)]
         kept = [(path, reasoning) for path, value, reasoning in scored if value >= THRESHOLD][:MAX_KEPT]
         return await self._outcome(goal, points, evidence, kept, images, {
@@ -153,13 +161,6 @@ class WebJudge(ModelJudge):
         numbered = lambda items: "\n".join(f"{i + 1}. {item}" for i, item in enumerate(items))  # noqa: E731
         text = template.format(task=goal, key_points=points, last_actions=numbered(action_history(evidence)),
                                thoughts=numbered([reasoning for _, reasoning in kept if reasoning]))
-        request = self._ask(system, [{"type": "text", "text": text}, *(images[path] for path, _ in kept)])
-        for asked in range(1, self.reasks + 2):
-            content = await self._complete(request) or ""
-            success = status(content)
-            if success is not None:
-                return Verdict(success=success, reason=content.strip(), judge=self.name,
-                               model=self.endpoint.model, raw=content, protocol=self.name,
-                               prompt_version=self.prompt_version, details={**details, "asked": asked})
-        raise JudgeError(f"judge {self.endpoint.model}: no 'Status: success' or 'Status: failure' in "
-                         f"{self.reasks + 1} replies; last reply: {content[:200]!r}", kind="unparseable")
+        request = self._request(system, [{"type": "text", "text": text}, *(images[path] for path, _ in kept)])
+        read = await self.ask_until_read(request, _decided)
+        return self.verdict(read.value, read.content.strip(), read.content, {**details, "asked": read.asked})

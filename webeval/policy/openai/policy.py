@@ -19,12 +19,12 @@ from webeval.actions import Observation
 from webeval.outcomes.record import FailureClass
 from webeval.policy.base import PolicyTurn
 from webeval.policy.openai.adapters import Adapter, GridAdapter, Reading, ToolsAdapter, assistant_message, choice_of
-from webeval.policy.openai.client import Transport
+from webeval.policy.openai.transport import Transport
 from webeval.policy.openai.computer_use import ComputerUseAdapter
 from webeval.policy.openai.conversation import Conversation, Turn
 from webeval.policy.openai.image import Encoded, encode, frame_for
 from webeval.policy.openai.profile import Profile, sampling
-from webeval.policy.openai.record import ReplayDiverged
+from webeval.policy.openai.recording import ReplayDiverged
 from webeval.policy.openai.responses import ResponsesConversation, read_response, responses_body
 from webeval.policy.openai.tokens import turn_tokens
 from webeval.policy.openai.uitars import UITarsAdapter

@@ -22,7 +22,8 @@ from typing import Any
 
 from webeval.outcomes.record import InfraError
 from webeval.outcomes.redact import redact
-from webeval.policy.openai.client import Exchange, Transport, parse_reply
+from webeval.models import Exchange, parse_reply
+from webeval.policy.openai.transport import Transport
 
 FOLDER = "policy"
 EXCHANGES = "exchanges.jsonl"

@@ -1,0 +1,76 @@
+"""A pool of slots in one process: episodes take a free slot and give it back; the pool knows how long each slot
+held one (a slot's idle time is what a scheduler wastes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import AsyncIterator, Sequence
+
+from webeval.runtime.remote import RemoteSlot
+from webeval.runtime.slot import Slot
+
+AnySlot = Slot | RemoteSlot
+
+
+class SlotPool:
+    def __init__(self, slots: Sequence[AnySlot]) -> None:
+        self.slots = list(slots)
+        self.names = {id(slot): f"slot-{index}" for index, slot in enumerate(self.slots)}
+        self.busy_s = dict.fromkeys(self.names.values(), 0.0)
+        self.started_s = time.monotonic()
+        self._free: asyncio.Queue = asyncio.Queue()
+
+    @classmethod
+    def local(cls, count: int, screen: tuple[int, int], browser_path: str | None = None) -> "SlotPool":
+        return cls([Slot(*screen, browser_path) for _ in range(count)])
+
+    async def start(self, at_once: int = 2) -> None:
+        """Every slot ready, `at_once` at a time (eight Chromium launches together starve two cores), then free.
+        A slot that cannot exist here raises NotRun, and every slot is closed again."""
+        starting = asyncio.Semaphore(at_once)
+
+        async def start_one(slot: AnySlot) -> None:
+            async with starting:
+                await slot.ready()
+
+        try:
+            await asyncio.gather(*(start_one(slot) for slot in self.slots))
+        except BaseException:
+            await self.close()
+            raise
+        for slot in self.slots:
+            self._free.put_nowait(slot)
+        self.started_s = time.monotonic()
+
+    async def take(self) -> AnySlot:
+        return await self._free.get()
+
+    def give_back(self, slot: AnySlot, held_s: float) -> None:
+        self.busy_s[self.name(slot)] += held_s
+        self._free.put_nowait(slot)
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[AnySlot]:
+        """A free slot for the length of the block; given back however the block ends."""
+        slot = await self.take()
+        took = time.monotonic()
+        try:
+            yield slot
+        finally:
+            self.give_back(slot, time.monotonic() - took)
+
+    def name(self, slot: AnySlot) -> str:
+        return self.names[id(slot)]
+
+    def free(self) -> int:
+        return self._free.qsize()
+
+    def idle_fraction(self) -> float:
+        """The share of slot time since the pool started that no episode held."""
+        wall = (time.monotonic() - self.started_s) * len(self.slots)
+        return 1 - sum(self.busy_s.values()) / wall if wall > 0 else 0.0
+
+    async def close(self) -> None:
+        await asyncio.gather(*(slot.close() for slot in self.slots), return_exceptions=True)
