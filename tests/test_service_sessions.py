@@ -157,7 +157,7 @@ async def test_a_chromium_killed_mid_session_masks_it_as_infra_and_the_slot_reco
     async with served.client() as client:
         cookie, first = await seed(client, "Dictionary--2")
         name = engine.flights[first["session_id"]].slot
-        slot = next(slot for slot in engine.slots if engine.names[id(slot)] == name)
+        slot = next(slot for slot in engine.slots if engine.pool.name(slot) == name)
         restarts = slot.restarts
         os.kill(slot.browser.browser_pid, signal.SIGKILL)
         answer = await client.post("/computer", headers=cookie, json={"action": "click", "x": 640, "y": 300})

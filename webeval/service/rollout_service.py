@@ -96,7 +96,7 @@ class RolloutService:
     def _retry_after(self) -> dict[str, str]:
         stats = self.engine.stats
         done = sum(stats.outcomes.values())
-        held = sum(stats.busy_s.values()) / done if done else 10.0
+        held = sum(self.engine.pool.busy_s.values()) / done if done else 10.0
         return {"Retry-After": str(min(60, max(1, math.ceil(held / max(1, len(self.engine.slots))))))}
 
     def _admit_session(self) -> None:
