@@ -62,7 +62,7 @@ async def serving(source, folder: Path, settings: ServiceSettings, run_policy=No
                   max_body: int = 1 << 20) -> AsyncIterator[Served]:
     service = RolloutService(source, folder, settings, run_policy)
     await service.start()
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP named: asyncio sets NODELAY
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     sock.setblocking(False)

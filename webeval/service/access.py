@@ -19,6 +19,8 @@ import secrets
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webeval.outcomes.redact import redact
+
 COOKIE = "webeval_session"
 MIN_TOKEN_LENGTH = 16
 
@@ -51,8 +53,8 @@ def bearer_token(host: str, token_env: str | None, environ) -> str | None:
     return token
 
 
-async def _refuse(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode("utf-8")
+async def refuse(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+    body = redact(json.dumps({"detail": detail})).encode("utf-8")
     extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -73,7 +75,7 @@ class BearerToken:
             return
         given = dict(scope["headers"]).get(b"authorization", b"")
         if not hmac.compare_digest(given, self._expected):
-            await _refuse(send, 401, "missing or wrong bearer token: send Authorization: Bearer <the token in "
+            await refuse(send, 401, "missing or wrong bearer token: send Authorization: Bearer <the token in "
                                      "the service's --token-env variable>", {"WWW-Authenticate": "Bearer"})
             return
         await self.app(scope, receive, send)
@@ -96,7 +98,7 @@ class BodyCap:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await _refuse(send, 413, BodyTooLarge(self.limit).detail)
+            await refuse(send, 413, BodyTooLarge(self.limit).detail)
             return
         seen = 0
 

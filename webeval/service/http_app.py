@@ -15,11 +15,12 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webeval.actions import Observation as Seen
 from webeval.actions import tool_schemas
 from webeval.outcomes.redact import redact
-from webeval.service.access import COOKIE, BearerToken, BodyCap, CookieSigner
+from webeval.service.access import COOKIE, BearerToken, BodyCap, CookieSigner, refuse
 from webeval.service.aggregate_metrics import MetricsError, aggregate
 from webeval.service.gym_shapes import (AggregateMetrics, AggregateMetricsRequest, CloseSessionResponse, Health,
                                         Observation, RunRequest, Screenshot, SeedSessionRequest, SeedSessionResponse,
@@ -69,6 +70,22 @@ def observed(session: StepSession, seen: Seen | None) -> dict[str, Any]:
                        text="call a tool: computer, navigate, tabs or terminate").model_dump()
 
 
+class SessionShedding:
+    """While no slot is free, `POST /seed_session` is refused before its body is read, parsed or validated: under a
+    burst of sessions the refusals cost as little as they can, and the other routes keep answering."""
+
+    def __init__(self, app: ASGIApp, service: RolloutService) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/seed_session":
+            refusal = self.service.session_refusal()
+            if refusal is not None:
+                await refuse(send, refusal.status, refusal.detail, refusal.headers)
+                return
+        await self.app(scope, receive, send)
+
+
 async def _gone(request: Request) -> None:
     """Returns when the client has disconnected (the body was read already: what is left is the disconnect)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -80,6 +97,7 @@ def build_app(service: RolloutService, *, token: str | None, max_body: int,
     signer = signer or CookieSigner()
     app = FastAPI(title="webeval rollout service", docs_url=None, redoc_url=None,
                   default_response_class=RedactedJSON)
+    app.add_middleware(SessionShedding, service=service)
     app.add_middleware(BodyCap, limit=max_body)
     if token is not None:
         app.add_middleware(BearerToken, token=token)  # outermost: nothing is read before the token is checked

@@ -29,7 +29,8 @@ from webeval.rollouts import (EngineSettings, EngineStopped, RequestError, Rollo
 from webeval.rollouts.engine import INTERRUPTED, TaskSource
 from webeval.rollouts.records import CUT
 from webeval.service.gym_shapes import RunRequest, TaskReference, VerifyResponse
-from webeval.service.refusals import Busy, Conflict, Forbidden, Late, NotFound, Unavailable, Unprocessable
+from webeval.service.refusals import (Busy, Conflict, Forbidden, Late, NotFound, ServiceError, Unavailable,
+                                      Unprocessable)
 from webeval.service.response_items import episode_response
 from webeval.service.service_metrics import ServiceMetrics
 from webeval.service.step_sessions import SessionTable, StepSession
@@ -99,13 +100,15 @@ class RolloutService:
         held = sum(self.engine.pool.busy_s.values()) / done if done else 10.0
         return {"Retry-After": str(min(60, max(1, math.ceil(held / max(1, len(self.engine.slots))))))}
 
-    def _admit_session(self) -> None:
+    def session_refusal(self) -> ServiceError | None:
+        """Why a new step session cannot have a slot now (counted), or None."""
         if self.engine.stopped:
-            raise Unavailable(f"the engine stopped: {self.engine.stopped}")
+            return Unavailable(f"the engine stopped: {self.engine.stopped}")
         if self.engine.free_slots() - self._waiting() <= 0:
             self.metrics.refused.labels("no_free_slot").inc()
-            raise Busy(f"all {len(self.engine.slots)} slots are taken: retry later, or close a session",
-                       self._retry_after())
+            return Busy(f"all {len(self.engine.slots)} slots are taken: retry later, or close a session",
+                        self._retry_after())
+        return None
 
     def _admit_run(self) -> None:
         if self.engine.stopped:
@@ -189,7 +192,9 @@ class RolloutService:
         self._task_or_404(reference.task_id)
         session_id = reference.rollout_id or f"s{secrets.token_hex(8)}"
         request = self._request(reference, session_id)
-        self._admit_session()
+        refusal = self.session_refusal()
+        if refusal is not None:
+            raise refusal
         policy = ClientPolicy(self.settings.session_ttl_s)
         self._clients[request.id] = policy.factory()
         session = StepSession(session_id, request, policy, self._start(request, "session"))
