@@ -170,3 +170,29 @@ def test_secrets_never_reach_responses_logs_metrics_or_files(tmp_path):
     while [pid for pid in started if psutil.pid_exists(pid)] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert started and not [pid for pid in started if psutil.pid_exists(pid)]  # Xvfb, Chromium: all gone
+
+
+def test_sigterm_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path):
+    server = subprocess.Popen([WEBEVAL, "serve", "--suite", "local", "--slots", "1", "--port", "0", "--out",
+                               str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()
+        url = line.split()[4]
+        with httpx.Client(base_url=url, timeout=120) as client:
+            seeded = client.post("/seed_session", json={"task_id": "Dictionary--2", "rollout_id": "open-1"})
+            assert seeded.status_code == 200, seeded.text
+        started = [child.pid for child in psutil.Process(server.pid).children(recursive=True)]
+        began = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=90)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert server.returncode == 0 and time.monotonic() - began < 60
+    record = json.loads((tmp_path / "rollouts.jsonl").read_text().splitlines()[0])
+    assert (record["rollout_id"], record["mask_sample"], record["reward"], record["failure_kind"]) == (
+        "open-1", True, None, "interrupted")
+    deadline = time.monotonic() + 15
+    while [pid for pid in started if psutil.pid_exists(pid)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started and not [pid for pid in started if psutil.pid_exists(pid)]

@@ -26,6 +26,7 @@ from webeval.agent.evaluate import AnySlot, PolicyFactory
 from webeval.agent.loop import Budgets
 from webeval.rollouts import (EngineSettings, EngineStopped, RequestError, RolloutEngine, RolloutRecord,
                               RolloutRequest, parse_request)
+from webeval.rollouts.batch import INTERRUPT_GRACE_S
 from webeval.rollouts.engine import INTERRUPTED, TaskSource
 from webeval.rollouts.records import CUT
 from webeval.service.gym_shapes import RunRequest, TaskReference, VerifyResponse
@@ -70,6 +71,7 @@ class RolloutService:
         self.metrics = ServiceMetrics(self.live)
         self._clients: dict[str, PolicyFactory] = {}  # rollout id -> its step session's policy
         self._starting = 0  # rollouts handed to the engine that have not asked it for a slot yet
+        self._running: dict[str, asyncio.Future] = {}  # rollout id -> its run, until it has ended
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> None:
@@ -77,13 +79,15 @@ class RolloutService:
         self._reaper = asyncio.ensure_future(self._reap())
 
     async def close(self) -> None:
+        """Every rollout still running is masked `interrupted` (one waiting for a slot never starts), then the
+        slots are closed."""
         if self._reaper is not None:
             self._reaper.cancel()
-        for session in self.sessions.running():
-            self._cancel(session.request.id, session.rollout)
-        running = [session.rollout for session in self.sessions.running()]
+        running = dict(self._running)
+        for rollout_id, rollout in running.items():
+            self._cancel(rollout_id, rollout)
         if running:
-            await asyncio.wait(running, timeout=30)
+            await asyncio.wait(running.values(), timeout=INTERRUPT_GRACE_S)
         await self.engine.close()
 
     # -- admission ------------------------------------------------------------------------------------------------
@@ -163,11 +167,14 @@ class RolloutService:
             return record
 
         rollout = asyncio.ensure_future(run())
-        rollout.add_done_callback(lambda _: None if began else self._unstarted())
+        self._running[request.id] = rollout
+        rollout.add_done_callback(lambda _: self._ended(request.id, began))  # `began` as it is by then
         return rollout
 
-    def _unstarted(self) -> None:
-        self._starting -= 1
+    def _ended(self, rollout_id: str, began: bool) -> None:
+        self._running.pop(rollout_id, None)
+        if not began:
+            self._starting -= 1
 
     def _cancel(self, rollout_id: str, rollout: asyncio.Future, why: str = INTERRUPTED) -> None:
         flight = self.engine.flights.get(rollout_id)
@@ -182,6 +189,8 @@ class RolloutService:
             raise Late(f"the rollout has no record after {bound:g} s: ask again") from None
         except EngineStopped as exc:
             raise Unavailable(f"the engine stopped before the rollout started: {exc}") from None
+        except RequestError as exc:  # the policy could not be made for it (a sampling value its profile refuses)
+            raise Unprocessable(str(exc)) from None
         except asyncio.CancelledError:
             if rollout.cancelled():  # cancelled before it held a slot: nothing ran
                 raise Conflict("the rollout was stopped before it started: it has no record") from None
