@@ -209,3 +209,20 @@ async def test_screenshots_are_served_by_session_and_step_only_never_by_path(ser
             assert status == 200 and b"\x89PNG" in data
         finally:
             await client.post("/close_session", headers=cookie)
+
+
+async def test_a_second_call_while_one_is_answered_is_409_and_the_first_goes_on(served):
+    async with served.client() as client:
+        cookie, first = await seed(client, "Dictionary--2")
+        try:
+            slow = asyncio.ensure_future(client.post("/computer", headers=cookie,
+                                                     json={"action": "wait", "seconds": 3}))
+            await until(lambda: served.service.sessions.get(first["session_id"]).busy, 10, "the first call taken")
+            second = await client.post("/computer", headers=cookie, json={"action": "wait", "seconds": 0})
+            verdict = await client.post("/verify", headers=cookie)
+            answered = await slow
+        finally:
+            await client.post("/close_session", headers=cookie)
+    assert (second.status_code, verdict.status_code) == (409, 409)
+    assert "still being answered" in one_line(second)
+    assert answered.status_code == 200 and answered.json()["step"] == 2
