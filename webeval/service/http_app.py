@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -132,7 +132,8 @@ def _handlers(app: FastAPI) -> None:
         return _refusal(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
 
-def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner, session_of) -> None:
+def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
+                    session_of: Callable[[Request], StepSession]) -> None:
     @app.post("/seed_session", response_model=SeedSessionResponse)
     async def seed_session(body: SeedSessionRequest, response: Response) -> dict[str, Any]:
         session, first = await service.seed(body)
