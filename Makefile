@@ -53,7 +53,7 @@ test: setup
 judge-calibration: setup
 	@set -e; out=reports/calibration; rm -rf $$out/oracle $$out/set; \
 	$(VENV)/bin/pytest -n $(WORKERS) suites/local -q -p no:randomly --run-dir $$out/oracle $(ARGS); \
-	$(VENV)/bin/webeval calibrate $$out/oracle --tasks fixtures/tasks/local --out $$out/set; \
+	$(VENV)/bin/webeval calibrate $$out/oracle --tasks webeval/benchmarks/local/task_files --out $$out/set; \
 	echo "judge it: webeval reverify $$out/set --judge-protocol webvoyager --judge-profile NAME"; \
 	echo "score it: webeval judge-agreement $$out/set"
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # `python bench/x.py` and `python -m bench.x` alike import the repository
@@ -74,68 +76,42 @@ def loadavg() -> float:
 
 
 # -- processes: a run's whole tree (and whatever carries its marker), their memory and CPU ------------------------
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]).split()
-    except (OSError, IndexError):
-        return None
-
-
 def run_processes(root: int, marker: str | None = None) -> list[int]:
     """The descendants of `root`, and processes whose environment holds `marker` (NAME=value) however reparented.
 
     Chromium starts its helpers with a cleaned environment, so the tree is what finds them; a helper that left the
     tree (reparented to init) still carries the marker if it inherited the environment.
     """
-    parents: dict[int, int] = {}
-    marked: set[int] = set()
-    wanted = marker.encode() if marker else None
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        stat = _stat(pid)
-        if stat is None:
-            continue
-        parents[pid] = int(stat[1])
-        if wanted is not None:
+    try:
+        found = {child.pid for child in psutil.Process(root).children(recursive=True)}
+    except psutil.Error:
+        found = set()
+    if marker:
+        name, _, value = marker.partition("=")
+        for process in psutil.process_iter():
             try:
-                if wanted in (entry / "environ").read_bytes().split(b"\0"):
-                    marked.add(pid)
-            except OSError:
-                pass
-    found = {root}
-    grew = True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in found and pid not in found:
-                found.add(pid)
-                grew = True
-    return sorted((found | marked) - {root})
+                if process.environ().get(name) == value:
+                    found.add(process.pid)
+            except psutil.Error:  # gone, or not ours to read
+                continue
+    return sorted(found - {root})
 
 
 def pss_kb(pid: int) -> int:
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+        return psutil.Process(pid).memory_full_info().pss // 1024
+    except psutil.Error:
+        return 0
 
 
 def kind_of(pid: int) -> str:
     """What a process is: Chromium's --type (browser when none), else its program's name."""
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        args = psutil.Process(pid).cmdline()
+    except psutil.Error:
         return "gone"
     # Chromium rewrites its command line into one space-separated string: look for --type= anywhere in it.
-    text = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    text = " ".join(args).strip()
     if not text:
         return "gone"
     for arg in text.split():
@@ -151,5 +127,8 @@ def kind_of(pid: int) -> str:
 
 def cpu_s(pid: int, children: bool = False) -> float:
     """CPU seconds of a process (with `children`: and of the children it has reaped, as a zygote's renderers)."""
-    stat = _stat(pid)
-    return sum(int(v) for v in stat[11:15 if children else 13]) / _TICK if stat else 0.0
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system + (times.children_user + times.children_system if children else 0.0)

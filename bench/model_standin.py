@@ -19,7 +19,9 @@ from dataclasses import replace
 
 import pytest
 
-import webeval.plugin.episode as episode_plugin
+from webeval.plugin.options import settings
+from webeval.plugin.policies import EPISODE_POLICY
+from webeval.policy.choice import PolicyChoice
 from webeval.runtime.slot import Slot
 
 LOG_ENV = "WEBEVAL_BENCH_LOG"
@@ -54,24 +56,15 @@ class StandIn:
         return replace(turn, usage=reply.usage, retries=reply.retries, latency_s=reply.latency_s)
 
 
-_TIMELINE: Timeline | None = None
+TIMELINE = pytest.StashKey[Timeline]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _TIMELINE
     folder = os.environ.get(LOG_ENV)
     if not folder or not hasattr(config, "workerinput"):
         return  # only xdist workers run episodes
-    _TIMELINE = timeline = Timeline(folder)
+    config.stash[TIMELINE] = timeline = Timeline(folder)
     timeline.log("configured")
-    make_policy = episode_plugin.make_policy
-
-    def stand_in(settings, session, prepared):
-        model = make_policy(settings, session, prepared)
-        oracle = make_policy(replace(settings, policy="oracle"), session, prepared)
-        return StandIn(model, oracle, timeline)
-
-    episode_plugin.make_policy = stand_in
     ready = Slot.ready
 
     async def timed_ready(self):
@@ -84,6 +77,22 @@ def pytest_configure(config: pytest.Config) -> None:
     Slot.ready = timed_ready
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Each episode's policy becomes the stand-in: the session's model policy and the oracle, side by side."""
+    config = session.config
+    if TIMELINE not in config.stash or EPISODE_POLICY not in config.stash:
+        return
+    model = config.stash[EPISODE_POLICY]
+    oracle = PolicyChoice("oracle").factory(settings(config).screen)
+    timeline = config.stash[TIMELINE]
+
+    def stand_in(task_session, prepared):
+        return StandIn(model(task_session, prepared), oracle(task_session, prepared), timeline)
+
+    config.stash[EPISODE_POLICY] = stand_in
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if _TIMELINE is not None:
-        _TIMELINE.log("collected")
+    if TIMELINE in session.config.stash:
+        session.config.stash[TIMELINE].log("collected")

@@ -31,12 +31,12 @@ from pathlib import Path
 
 from bench.common import Figure, cli, loadavg, pss_kb, run_processes
 from fixtures.openai_stub import OpenAIStub, Reply
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
-from webeval.policy.oracle import oracle
 from webeval.policy.openai import Profile
+from webeval.policy.oracle import oracle
 from webeval.rollouts import EngineSettings, RolloutEngine, RolloutRequest, collect
 from webeval.rollouts.model_policies import ModelPolicies
 

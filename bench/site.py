@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fixtures.sites.server import Response, Site, load_sites
+from webeval.benchmarks.local.site_server import Response, Site, load_sites
 
 site = Site("bench", "Bench")
 

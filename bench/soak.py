@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from bench.common import ROOT, Figure, cli, kind_of, loadavg, pss_kb, run_processes
 
 MARKER = "WEBEVAL_SOAK_RUN"
@@ -34,17 +36,14 @@ RUN_TIMEOUT_S = 900.0
 
 
 def available_mb() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return psutil.virtual_memory().available / (1 << 20)
 
 
-def _started(pid: int) -> str | None:
-    """A process's start time (field 22 of its stat): a pid reused by another process is not the one we saw."""
+def _started(pid: int) -> float | None:
+    """A process's start time: a pid reused by another process is not the one we saw."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
         return None
 
 
@@ -69,7 +68,7 @@ class Watch:
 
     def __init__(self, root: int, marker: str) -> None:
         self.root, self.marker = root, marker
-        self.seen: dict[int, str | None] = {}
+        self.seen: dict[int, float | None] = {}
         self.controller_fds = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._look, daemon=True)
@@ -80,8 +79,8 @@ class Watch:
             for pid in run_processes(self.root, self.marker):
                 self.seen.setdefault(pid, _started(pid))
             try:
-                self.controller_fds = max(self.controller_fds, len(os.listdir(f"/proc/{self.root}/fd")))
-            except OSError:
+                self.controller_fds = max(self.controller_fds, psutil.Process(self.root).num_fds())
+            except psutil.Error:
                 pass
 
     def stop(self) -> None:

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from bench.common import SCREEN, Figure, cli, median
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from webeval.agent.loop import open_start_page
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.runtime.slot import Slot
 
 

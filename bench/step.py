@@ -24,18 +24,18 @@ from PIL import Image, ImageGrab
 
 from bench.common import SCREEN, Figure, cli, median, ms
 from bench.site import all_sites
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from webeval.actions import Observation, parse_call
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
-from webeval.runtime.slot import Slot
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.policy.oracle import OraclePolicy
 from webeval.runtime.display import x_client
 from webeval.runtime.executor import execute
 from webeval.runtime.input import _pyautogui
 from webeval.runtime.observe import grab, screenshot_png
+from webeval.runtime.slot import Slot
 
 
 class FloorSampling:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
-from fixtures.sites.server import SiteServer
 from tests import lab
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.runtime.slot import Slot
 
 WIDTH, HEIGHT = 1280, 720
@@ -42,26 +43,25 @@ async def session(runtime, tmp_path):
 
 def chromium_pids(display: str) -> list[int]:
     """Chromium processes drawing on a display (found through their environment)."""
-    return [pid for pid, env in processes_with(f"DISPLAY={display}") if "chrom" in _cmdline(pid)]
+    return [pid for pid in processes_with(f"DISPLAY={display}") if "chrom" in " ".join(command_line(pid))]
 
 
-def processes_with(marker: str) -> list[tuple[int, str]]:
+def processes_with(marker: str) -> list[int]:
+    """The processes whose environment holds `marker` (NAME=VALUE), of those this user may read."""
+    name, _, value = marker.partition("=")
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter():
         try:
-            env = (entry / "environ").read_bytes().decode(errors="replace")
-        except OSError:
+            if process.environ().get(name) == value:
+                found.append(process.pid)
+        except psutil.Error:  # gone, or not ours to read
             continue
-        if marker in env.split("\0"):
-            found.append((int(entry.name), env))
     return found
 
 
-def _cmdline(pid: int) -> str:
+def command_line(pid: int) -> list[str]:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
 

@@ -1,6 +1,6 @@
 """A laboratory site for the harness's own tests: pages that record the input they receive."""
 
-from fixtures.sites.server import Response, Site
+from webeval.benchmarks.local.site_server import Response, Site
 
 site = Site("lab", "Lab")
 

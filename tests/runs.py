@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from tests.conftest import ROOT, processes_with
+from tests.conftest import ROOT, command_line, processes_with
 
 PYTEST = [sys.executable, "-m", "pytest"]
 
@@ -36,7 +36,7 @@ class Run:
         return self.proc.returncode
 
     def processes(self) -> list[int]:
-        return [pid for pid, _ in processes_with(self.tag) if pid != self.proc.pid]
+        return [pid for pid in processes_with(self.tag) if pid != self.proc.pid]
 
     def interrupt(self) -> None:
         """What Ctrl-C in a terminal does: SIGINT to the whole foreground process group."""
@@ -68,14 +68,11 @@ def records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def pids_where(job: Run, matches: Callable[[list[bytes]], bool]) -> list[int]:
-    """The run's processes whose command line (split at NULs) matches."""
+def pids_where(job: Run, matches: Callable[[list[str]], bool]) -> list[int]:
+    """The run's processes whose command line (its arguments) matches."""
     found = []
     for pid in job.processes():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+        cmdline = command_line(pid)
         if cmdline and matches(cmdline):
             found.append(pid)
     return found
@@ -83,13 +80,13 @@ def pids_where(job: Run, matches: Callable[[list[bytes]], bool]) -> list[int]:
 
 def browser_main_pids(job: Run) -> list[int]:
     """Chromium's browser processes (not its renderers and helpers) started by the run."""
-    return pids_where(job, lambda args: b"chrom" in args[0] and not any(a.startswith(b"--type=") for a in args))
+    return pids_where(job, lambda args: "chrom" in args[0] and not any(a.startswith("--type=") for a in args))
 
 
 def driver_pids(job: Run) -> list[int]:
     """Playwright's driver: the node process that runs its cli.js (one per worker)."""
-    return pids_where(job, lambda args: args[0].endswith(b"node") and any(b"playwright" in a for a in args))
+    return pids_where(job, lambda args: args[0].endswith("node") and any("playwright" in a for a in args))
 
 
 def xvfb_pids(job: Run) -> list[int]:
-    return pids_where(job, lambda args: Path(args[0].decode(errors="replace")).name == "Xvfb")
+    return pids_where(job, lambda args: Path(args[0]).name == "Xvfb")

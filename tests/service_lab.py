@@ -16,30 +16,14 @@ from typing import AsyncIterator
 import httpx
 import uvicorn
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
-from webeval.judges.verifier import verifier_judge
+from webeval.benchmarks import open_benchmark
 from webeval.service import RolloutService, ServiceSettings, build_app
 from webeval.service.access import COOKIE
-from webeval.tasks import Task
 
 
-@dataclass
-class LocalTasks:
-    environment: OfflineSites
-    judge: object
-    by_id: dict[str, Task]
-
-    def task(self, task_id: str) -> Task:
-        return self.by_id[task_id]
-
-
-@asynccontextmanager
-async def local_tasks() -> AsyncIterator[LocalTasks]:
-    _, tasks = local_population()
-    with SiteServer() as server:
-        yield LocalTasks(OfflineSites(server), verifier_judge, {task.id: task for task in tasks})
+def local_tasks():
+    """The offline benchmark, opened (its sites served): the engine's task source."""
+    return open_benchmark("local")
 
 
 @dataclass

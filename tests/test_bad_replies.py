@@ -114,7 +114,7 @@ BAD_JUDGE_REPLIES: dict[str, Reply] = {
 
 def test_a_broken_judge_reply_is_judge_failed_never_the_agents_failure(tmp_path):
     from fixtures.sites import hostile
-    from fixtures.sites.server import SiteServer
+    from webeval.benchmarks.local.site_server import SiteServer
     from tests.webvoyager_data import webvoyager_rows
 
     names = list(BAD_JUDGE_REPLIES)

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import FailureClass
 from webeval.policy.base import PolicyTurn, ToolCall

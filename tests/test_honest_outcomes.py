@@ -23,7 +23,7 @@ import os
 import pytest
 
 from fixtures.sites.environment import offline_site_map, offline_sites, webeval_environment  # noqa: F401
-from fixtures.tasks import local_population
+from webeval.benchmarks.local import local_population
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict

@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Callable
 
+import psutil
 import pytest
 from PIL import Image
 
@@ -85,23 +86,16 @@ class Script:
 
 def _kill_renderers(job: Run | None) -> None:
     """SIGKILL every renderer of the run's browser: the active tab's page crashes, the browser lives on."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in browser_main_pids(job) if job is not None else []:
         try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+            descendants = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
             continue
-        children.setdefault(parent, []).append(int(entry.name))
-    todo = browser_main_pids(job) if job is not None else []
-    while todo:
-        for pid in children.get(todo.pop(), []):
-            todo.append(pid)
+        for process in descendants:
             try:
-                if b"--type=renderer" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    os.kill(pid, signal.SIGKILL)
-            except OSError:
+                if "--type=renderer" in process.cmdline():
+                    process.send_signal(signal.SIGKILL)
+            except psutil.Error:
                 continue
 
 

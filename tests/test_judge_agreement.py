@@ -26,7 +26,7 @@ def labelled_set(tmp_path_factory) -> Path:
     oracle = run(["suites/local", "-k", ORACLE_TASKS, "-p", "no:randomly", "--run-dir", str(base / "oracle")],
                  base / "oracle")
     assert oracle.proc.returncode == 0, oracle.output[-2000:]
-    assert main(["calibrate", str(base / "oracle"), "--tasks", str(ROOT / "fixtures/tasks/local"),
+    assert main(["calibrate", str(base / "oracle"), "--tasks", str(ROOT / "webeval/benchmarks/local/task_files"),
                  "--out", str(base / "set")]) == 0
     return base / "set"
 
@@ -130,7 +130,7 @@ def test_re_judging_with_the_same_judge_costs_no_call(labelled_set, tmp_path):
 
 
 def test_calibrate_refuses_bad_input_in_one_line(labelled_set, tmp_path, capsys):
-    tasks = str(ROOT / "fixtures/tasks/local")
+    tasks = str(ROOT / "webeval/benchmarks/local/task_files")
     assert main(["calibrate", str(tmp_path), "--tasks", tasks, "--out", str(tmp_path / "set")]) == 2
     assert "is not a run directory (no population.json)" in capsys.readouterr().err
     before = sorted(p.name for p in labelled_set.iterdir())

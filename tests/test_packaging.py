@@ -21,6 +21,30 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 
+OFFLINE_BENCHMARKS = """
+import asyncio, urllib.request
+from webeval.benchmarks import benchmark_setup, open_benchmark
+
+async def main():
+    for name in ("local", "rubric"):
+        print(name, benchmark_setup(name).population.size)
+    async with open_benchmark("local") as benchmark:
+        task = benchmark.task("Shop--0")
+        origin = benchmark.environment.prepare(task).task.start_url.split("/shop")[0]
+        for path in ("/static/common.css", "/static/shop/book.svg"):
+            with urllib.request.urlopen(origin + path, timeout=10) as reply:
+                print(reply.status, reply.headers["Content-Type"])
+
+asyncio.run(main())
+"""
+
+
+def package_data() -> set[str]:
+    """The files under webeval/ that are not modules and that git tracks: what the wheel must carry besides them."""
+    tracked = subprocess.run(["git", "ls-files", "webeval"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return {name for name in tracked.stdout.split() if not name.endswith(".py")}
+
+
 def build_wheel(tmp_path: Path) -> Path:
     """A wheel from a copy of the tree (the build leaves its egg-info and build folders in the copy)."""
     source = tmp_path / "source"
@@ -57,6 +81,8 @@ def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
     assert "[console_scripts]\nwebeval = webeval.cli:main" in entry_points
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "webeval").rglob("*.py")}
     assert modules <= set(names), sorted(modules - set(names))
+    data = package_data()  # the offline benchmarks' sites and task files
+    assert len(data) > 30 and data <= set(names), sorted(data - set(names))
 
     venv = fresh_venv(tmp_path)
     python = venv / "bin" / "python"
@@ -85,6 +111,10 @@ def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
     assert group, helped.stdout
     for option in ("--policy", "--run-dir", "--resume", "--shard", "--gate-baseline", "--policy-profile"):
         assert re.search(rf"^  {option}\b", group[1], re.M), option
+    # The offline benchmarks run from the installed package: their tasks read, their sites served with their files.
+    served = run(str(python), "-c", OFFLINE_BENCHMARKS)
+    assert served.returncode == 0, served.stderr
+    assert served.stdout.split() == ["local", "45", "rubric", "15", "200", "text/css", "200", "image/svg+xml"]
     command = run(str(venv / "bin" / "webeval"), "--help")
     assert command.returncode == 0, command.stderr
     assert command.stdout.startswith("usage: webeval") and "summary" in command.stdout and "merge" in command.stdout

@@ -14,7 +14,7 @@ from webeval.outcomes.record import FailureClass
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.adapters import GridAdapter
 from webeval.policy.openai.profile import make_profile
-from webeval.policy.openai.webvoyager import Mark, WebVoyagerAdapter, draw_marks
+from webeval.policy.openai.set_of_marks import Mark, WebVoyagerAdapter, draw_marks
 from webeval.tasks import Task
 
 SCREEN = (1280, 720)

@@ -17,11 +17,11 @@ from typing import Any, Callable
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, error, text
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.profile import make_profile

@@ -11,10 +11,10 @@ from urllib.parse import quote
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply
-from fixtures.sites.server import Site, SiteServer
 from tests.families import FAMILIES, Act, family_profile, in_space, latest_image, red_centre, reply
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
+from webeval.benchmarks.local.site_server import Site, SiteServer
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.image import MIME, frame_for
 from webeval.runtime.slot import Slot

@@ -17,7 +17,7 @@ from webeval.actions import Observation
 from webeval.policy.openai import HttpTransport, OpenAIPolicy, make_adapter
 from webeval.policy.openai.image import Frame, encode, frame_for, smart_resize
 from webeval.policy.openai.profile import ImageSpec, make_profile
-from webeval.report.environment import environment
+from webeval.report.run_environment import environment
 from webeval.tasks import Population, Task
 
 SIZES = [(1280, 720), (1920, 1080), (1366, 768)]

@@ -8,9 +8,9 @@ import io
 import pytest
 from PIL import Image
 
-from fixtures.sites.server import Site, SiteServer
 from webeval.actions import parse_turn
-from webeval.policy.openai.webvoyager import Mark, WebVoyagerAdapter, draw_marks
+from webeval.benchmarks.local.site_server import Site, SiteServer
+from webeval.policy.openai.set_of_marks import Mark, WebVoyagerAdapter, draw_marks
 from webeval.runtime.executor import execute
 from webeval.runtime.marks import interactive_elements
 from webeval.runtime.observe import screenshot_png

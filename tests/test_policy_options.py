@@ -1,4 +1,5 @@
-"""The policy's command-line options, fed for real to pytest (one line of error each), and the documented profiles."""
+"""The policy's options: declared once (webeval.policy.choice), the choice they make, fed for real to pytest and to an
+argparse parser (one line of error each), and the documented profiles."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from webeval.plugin.policies import policy_options
+from webeval.flags import OptionError, add_arguments, option_strings, values_of
+from webeval.policy.choice import POLICY_FLAGS, PolicyChoice
 from webeval.policy.openai import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,13 +26,13 @@ def test_documented_profiles_load():
     assert all(p.model and p.base_url.startswith("http") for p in loaded.values())
 
 
-def options(**given) -> argparse.Namespace:
-    """Parsed options as pytest hands them over (its `config.option` is an argparse namespace)."""
-    fields = {"policy": None, "record": False, "replay_from": None, "policy_profile": None, "policy_base_url": None,
-              "policy_model": None, "policy_api_key_env": None, "policy_adapter": None, "policy_screenshots": None,
-              "policy_timeout": None, "policy_retries": None, "policy_api": None, "dump_observation": False}
-    fields.update(given)
-    return argparse.Namespace(**fields)
+def options(**given) -> dict:
+    """The policy family's values by destination, as a front door reads them back (the rest have their defaults)."""
+    return given
+
+
+def policy_options(values: dict) -> PolicyChoice:
+    return PolicyChoice.from_values(values)
 
 
 def test_options_make_the_profile(tmp_path):
@@ -65,7 +67,7 @@ def test_bad_policy_options_are_one_line_errors(tmp_path):
                                                                      "directory"),
     ]
     for given, message in cases:
-        with pytest.raises(pytest.UsageError) as caught:
+        with pytest.raises(OptionError) as caught:
             policy_options(options(**given))
         assert str(caught.value) == message
 
@@ -78,3 +80,40 @@ def test_a_bad_option_stops_pytest_before_any_task(tmp_path):
     assert proc.returncode == 4
     assert proc.stderr.strip() == "ERROR: policy options: no model (pass --policy-model or a profile that sets it)"
     assert not (tmp_path / "r").exists()
+
+
+def test_the_policy_family_renders_into_argparse_and_makes_the_same_choice(tmp_path):
+    parser = argparse.ArgumentParser(prog="collect")
+    add_arguments(parser, POLICY_FLAGS)
+    args = parser.parse_args(["--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model",
+                              "m", "--policy-screenshots", "2", "--record"])
+    chosen = PolicyChoice.from_values(values_of(args, POLICY_FLAGS))
+    assert (chosen.name, chosen.model, chosen.profile.screenshots, chosen.record) == ("openai", "m", 2, True)
+    assert chosen == policy_options(options(policy="openai", policy_base_url="http://127.0.0.1:9/v1",
+                                            policy_model="m", policy_screenshots=2, record=True))
+    assert PolicyChoice.from_values(values_of(parser.parse_args(["--policy", "oracle"]), POLICY_FLAGS)).describe() \
+        == "policy: oracle -- the tasks' built-in solutions are acting, not a model"
+    with pytest.raises(OptionError) as caught:
+        PolicyChoice.from_values(values_of(parser.parse_args(["--policy", "gpt"]), POLICY_FLAGS))
+    assert str(caught.value) == "--policy 'gpt' is unknown: use one of oracle, openai, replay"
+
+
+def test_pytest_and_argparse_take_the_same_policy_options(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    helped = subprocess.run([sys.executable, "-m", "pytest", "suites/local", "--help"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert helped.returncode == 0, helped.stderr
+    assert help_options(helped.stdout, ("--policy", "--record", "--replay-from", "--dump-observation")) == \
+        option_strings(POLICY_FLAGS)
+
+
+def help_options(text: str, prefixes: tuple[str, ...]) -> set[str]:
+    """The options a help text declares (each at the start of its line, as pytest and argparse print them)."""
+    found = set()
+    for line in text.splitlines():
+        first = line.strip().split(" ", 1)[0]
+        for option in first.split(","):
+            option = option.split("=", 1)[0]
+            if option.startswith(prefixes):
+                found.add(option)
+    return found

@@ -17,13 +17,13 @@ import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from tests.conftest import ROOT
 from tests.families import FAMILIES, PROFILES, Act, family_profile, latest_image, reply
 from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.policy.openai.image import Frame, frame_for
 from webeval.policy.oracle import OraclePolicy
 

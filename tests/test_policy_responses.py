@@ -15,10 +15,10 @@ from PIL import Image
 from fixtures.openai_stub import OpenAIStub, Reply, call, computer_call
 from tests.families import profile_problem
 from tests.test_policy_client import NoModelList
-from tests.test_policy_options import options
+from tests.test_policy_options import options, policy_options
 from webeval.actions import Observation, parse_turn
+from webeval.flags import OptionError
 from webeval.outcomes.record import FailureClass, InfraError
-from webeval.plugin.policies import policy_options
 from webeval.policy.openai import (
     HttpTransport, OpenAIPolicy, Recorder, RecordingTransport, ReplayTransport, check_policy_endpoint, find_recording,
     make_adapter,
@@ -312,7 +312,7 @@ def test_the_command_line_chooses_the_api_and_the_dump():
                                     policy_api="responses", dump_observation=True))
     assert (chosen.profile.api, chosen.profile.max_tokens_param, chosen.dump) == ("responses", "max_output_tokens",
                                                                                   True)
-    with pytest.raises(pytest.UsageError) as caught:
+    with pytest.raises(OptionError) as caught:
         policy_options(options(policy="oracle", dump_observation=True))
     assert str(caught.value) == "--dump-observation writes what a model received: use it with --policy openai or " \
                                 "replay"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, text
-from fixtures.sites.server import SiteServer
 from tests.conftest import ROOT
 from tests.webvoyager_data import parsed, pytest_run, records
-from webeval.judges.config import JudgeConfig, JudgeConfigError, with_profile
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.benchmarks.webvoyager.settings import build
+from webeval.judges.config import JudgeConfig, JudgeConfigError, with_profile
 from webeval.policy.openai import ProfileError, load_profile
 
 POLICY = {"base_url": "http://127.0.0.1:9/v1", "model": "agent-model", "screenshots": 2}

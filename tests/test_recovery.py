@@ -9,6 +9,8 @@ import os
 import signal
 import time
 
+import psutil
+
 from tests.runs import Run, browser_main_pids, records, run, summary, wait_for, xvfb_pids
 
 LONG = "Flights--7"  # 21 actions: long enough to be interrupted mid-episode
@@ -83,19 +85,15 @@ def test_killed_worker_is_never_a_failure_and_resume_completes(tmp_path):
 
 
 def _parent(pid: int) -> int:
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    return psutil.Process(pid).ppid()
 
 
 def _has_open(pid: int, fragment: str) -> bool:
     """Whether a worker holds a file of a task open: the trajectory it is writing."""
-    fds = f"/proc/{pid}/fd"
-    for fd in os.listdir(fds):
-        try:
-            if fragment in os.readlink(f"{fds}/{fd}"):
-                return True
-        except OSError:
-            continue
-    return False
+    try:
+        return any(fragment in opened.path for opened in psutil.Process(pid).open_files())
+    except psutil.Error:
+        return False
 
 
 def test_ctrl_c_leaves_nothing_running_and_resume_equals_an_uninterrupted_run(tmp_path):

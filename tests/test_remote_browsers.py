@@ -17,7 +17,7 @@ import pytest
 from tests.browsers import cdp_chromium, playwright_server, stop
 from tests.conftest import ROOT
 from tests.runs import Run, records, run, summary, wait_for
-from webeval.report.environment import read_environment
+from webeval.report.run_environment import read_environment
 from webeval.runtime.leases import Leases
 from webeval.runtime.providers import INPUT_PATHS, Provider
 from webeval.runtime.remote import RemoteBrowser, RemoteSlot

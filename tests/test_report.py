@@ -18,7 +18,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.report.build import ReportError, _forget_run, find_allure, strip_analytics
 from webeval.report.categories import CATEGORIES, allure_status, status_message
 from webeval.outcomes.redact import redact
-from webeval.report.environment import read_environment, write_environment
+from webeval.report.run_environment import read_environment, write_environment
 from webeval.report.identity import history_id, placeholder_file
 from webeval.report.pictures import add_pictures
 from webeval.report.replay import Frame, animate, draw_marks, has_points, load, replay_frame

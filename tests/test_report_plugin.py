@@ -61,7 +61,7 @@ from webeval.agent.episode import Episode, StepRecord
 from webeval.agent.evaluate import Attempt
 from webeval.outcomes.record import AttemptRecord, FailureClass, InfraError, NotRun, Outcome
 from webeval.outcomes.verdict import Verdict
-from webeval.plugin.episode import Unscored
+from webeval.plugin.episode_fixtures import Unscored
 from webeval.plugin.keys import ATTEMPT
 
 SHOTS = Path(__file__).parent / "shots"

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.openai_stub import OpenAIStub, Reply, call
-from fixtures.tasks import local_population
 from tests.conftest import ROOT
+from webeval.benchmarks.local import local_population
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
-from webeval.report.environment import read_environment
+from webeval.report.run_environment import read_environment
 from webeval.tasks import Population
 
 POPULATION, TASKS = local_population()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
 from webeval.policy.oracle import oracle
 from webeval.rollouts import (EngineSettings, RolloutEngine, RolloutRequest, RolloutStore, collect)

@@ -106,7 +106,7 @@ def test_rubric_tasks_pass_with_the_oracle_under_the_rubric_protocol(tmp_path):
         profile = tmp_path / "judge.json"
         profile.write_text(json.dumps({"base_url": stub.base_url, "model": "judge-model"}))
         job = run(["suites/rubric", "-n", "2", "-p", "no:randomly", "-k", "Dictionary-rubric--0 or News-rubric--1",
-                   "--rubric-judge", str(profile), "--run-dir", str(tmp_path / "run")], tmp_path / "run")
+                   "--judge-profile", str(profile), "--run-dir", str(tmp_path / "run")], tmp_path / "run")
     assert "2 passed" in job.output, job.output[-1500:]
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     groups = {r["task_id"]: r["verdict"]["details"]["groups"] for r in records}
@@ -114,7 +114,7 @@ def test_rubric_tasks_pass_with_the_oracle_under_the_rubric_protocol(tmp_path):
 
 
 def test_the_rubric_tasks_are_twelve_or_more_with_two_to_four_groups():
-    rows = [json.loads(line) for path in sorted((ROOT / "fixtures/tasks/rubric").glob("*.jsonl"))
+    rows = [json.loads(line) for path in sorted((ROOT / "webeval/benchmarks/rubric/task_files").glob("*.jsonl"))
             for line in path.read_text().splitlines()]
     assert len(rows) >= 12 and all(2 <= len(row["rubric"]) <= 4 for row in rows)
     assert all(f"facts-{sum(map(len, row['rubric']))}" in row["tags"] for row in rows)

@@ -109,8 +109,8 @@ SUITE_CONFTEST = '''
 import os
 import pytest
 from pathlib import Path
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
 from webeval.plugin import suite
 from webeval.tasks import population_of, read_jsonl

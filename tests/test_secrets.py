@@ -12,11 +12,11 @@ from urllib.parse import quote
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
 from fixtures.sites import hostile
-from fixtures.sites.server import SiteServer
 from tests.conftest import ROOT
 from tests.runs import records, run
 from tests.scripted import finish, seen, type_text
 from tests.webvoyager_data import webvoyager_rows
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.config import JudgeConfig
 from webeval.outcomes.redact import MASK
 

@@ -40,13 +40,15 @@ def serve_command(*arguments: str, env: dict[str, str] | None = None, timeout: f
     (("--host", "0.0.0.0"), {}, "--host 0.0.0.0 listens beyond this machine: pass --token-env NAME"),
     (("--host", "10.1.2.3", "--token-env", "WEBEVAL_TEST_UNSET"), {}, "$WEBEVAL_TEST_UNSET is not set"),
     (("--host", "0.0.0.0", "--token-env", "WEBEVAL_TEST_SHORT"), {"WEBEVAL_TEST_SHORT": "abc"}, "is too short"),
-    (("--suite", "nowhere"), {}, "--suite 'nowhere': serve one of local, miniwob, tasks:FILE"),
-    (("--suite", "tasks:/no/such/file.jsonl"), {}, "no such file"),
+    (("--suite", "nowhere"), {}, "benchmark 'nowhere' is unknown: use one of local, miniwob, rubric, tasks"),
+    (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: cannot read task file"),
+    (("--policy", "openai"), {}, "no base_url and no model (pass --policy-base-url"),
+    (("--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--record"),
+     {}, "--record and --dump-observation are evaluation's"),
 ])
 def test_the_command_refuses_to_start_in_one_line(arguments, env, says):
-    given = dict(zip(arguments[::2], arguments[1::2]))
-    done = serve_command("--suite", given.pop("--suite", "local"), "--port", "0",
-                         *[part for pair in given.items() for part in pair], env=env)
+    suite = () if "--suite" in arguments else ("--suite", "local")
+    done = serve_command(*suite, "--port", "0", *arguments, env=env)
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert "listening" not in done.stdout

@@ -8,10 +8,10 @@ import os
 import signal
 import time
 
-from fixtures.sites.environment import OfflineSites
-from fixtures.sites.server import SiteServer
-from fixtures.tasks import local_population
 from webeval import Slot, oracle, run_task
+from webeval.benchmarks.local import local_population
+from webeval.benchmarks.local.offline_sites import OfflineSites
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.judges.verifier import verifier_judge
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.rundir import RunDir

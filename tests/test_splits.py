@@ -11,8 +11,8 @@ from tests.conftest import ROOT
 from webeval.cli import main
 from webeval.tasks import read_jsonl
 
-LOCAL = ROOT / "fixtures/tasks/local"
-RUBRIC = ROOT / "fixtures/tasks/rubric"
+LOCAL = ROOT / "webeval/benchmarks/local/task_files"
+RUBRIC = ROOT / "webeval/benchmarks/rubric/task_files"
 
 
 def rows(path):

@@ -4,18 +4,19 @@ again from the evidence, and every malformed file refused in one line naming the
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
-from _pytest.config import _prepareconfig
 
 from fixtures.openai_stub import OpenAIStub, Reply, text
 from tests.conftest import ROOT
 from tests.runs import records, run
+from webeval.benchmarks import benchmark_flags, benchmark_setup
 from webeval.benchmarks.miniwob.server import PageServer
-from webeval.benchmarks.tasks import judge_config
 from webeval.benchmarks.tasks.spec import read_task_file
+from webeval.flags import OptionError, add_arguments
 from webeval.tasks import TaskFileError
 
 SUITE = "suites/tasks"
@@ -175,9 +176,11 @@ def test_a_malformed_task_file_stops_the_session_before_anything_runs(tmp_path):
 ])
 def test_bad_judge_options_are_refused_in_one_line(monkeypatch, args, message):
     monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
-    config = _prepareconfig([SUITE, "-s", "--tasks-file", str(EXAMPLE / "tasks.jsonl"), *args])
-    with pytest.raises(pytest.UsageError) as info:
-        judge_config(config)
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_arguments(parser, benchmark_flags("tasks"))
+    values = vars(parser.parse_args(["--tasks-file", str(EXAMPLE / "tasks.jsonl"), *args]))
+    with pytest.raises(OptionError) as info:
+        benchmark_setup("tasks", values)
     assert message in str(info.value) and "\n" not in str(info.value)
 
 

@@ -16,7 +16,7 @@ from webeval.outcomes.reconcile import write_summary
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import SESSIONS, append_session, read_sessions, summary_versions
-from webeval.report.environment import environment
+from webeval.report.run_environment import environment
 from webeval.report.versions import PACKAGES, versions
 from webeval.runtime.browser import find_chromium
 from webeval.tasks import Population

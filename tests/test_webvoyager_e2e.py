@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from fixtures.openai_stub import OpenAIStub, Reply, call, error, text
-from fixtures.sites.server import Site, SiteServer, load_sites
 from tests.webvoyager_data import pytest_run, records, tripwires
+from webeval.benchmarks.local.site_server import Site, SiteServer, load_sites
 
 POLICY_KEY, JUDGE_KEY = "sk-policy-5ecret-e2e", "sk-judge-5ecret-e2e"
 PROXY_USER, PROXY_PASSWORD = "alice", "pr0xy-5ecret-e2e"

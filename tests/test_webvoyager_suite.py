@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.webvoyager_data import (
-    MAINTAINED, ORIGINAL, need_data, offline_env, parsed, pytest_run, records, webvoyager_rows,
+    MAINTAINED, ORIGINAL, need_data, offline_env, parsed, pytest_config, pytest_run, records, webvoyager_rows,
 )
 from webeval.agent.live import LiveSites, blocked_steps
-from webeval.benchmarks import webvoyager
-from webeval.benchmarks.webvoyager import SiteChecks
+from webeval.benchmarks.webvoyager import SiteChecks, plugin
 from webeval.benchmarks.webvoyager.settings import build
+from webeval.flags import OptionError
 from webeval.outcomes.redact import redact
 from webeval.runtime.sites import SiteProxy, blocked_page, unreachable
 from webeval.tasks import Task
@@ -81,7 +81,7 @@ def test_a_population_hash_mismatch_stops_the_session(tmp_path):
 def test_a_malformed_task_file_stops_the_session_naming_file_and_line(tmp_path):
     path = webvoyager_rows(tmp_path / "tasks.jsonl", [("Allrecipes--0", "Find pie.", "https://www.allrecipes.com/")])
     path.write_text(path.read_text() + '\n{"web_name": "Allrecipes", "id": "Allrecipes--1", "web": "https://a.test/"}')
-    with pytest.raises(pytest.UsageError) as info:
+    with pytest.raises(OptionError) as info:
         build(parsed(["--tasks-file", str(path)]))
     assert str(info.value) == f"{path}:2: missing field 'ques'"
 
@@ -118,7 +118,7 @@ def test_bad_options_stop_the_session_with_one_line(tmp_path, monkeypatch, args,
     message = message.replace("NOWHERE", str(tmp_path / "NOWHERE"))
     monkeypatch.setenv("WEBEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("WEBEVAL_DATA_DIR", raising=False)
-    with pytest.raises(pytest.UsageError) as info:
+    with pytest.raises(OptionError) as info:
         build(parsed(args))
     assert message in str(info.value)
     assert "\n" not in str(info.value) and "pw" not in str(info.value)
@@ -126,11 +126,12 @@ def test_bad_options_stop_the_session_with_one_line(tmp_path, monkeypatch, args,
 
 def test_an_unreachable_judge_stops_the_session_before_any_task(tmp_path):
     tasks = webvoyager_rows(tmp_path / "tasks.jsonl", [("Allrecipes--0", "Find pie.", "https://www.allrecipes.com/")])
-    config = parsed(["--tasks-file", str(tasks), "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m"])
-    webvoyager.configure(config)
+    config = pytest_config(["--tasks-file", str(tasks), "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model",
+                            "m"])
+    plugin.configure(config)
     stop = "webeval: the judge endpoint http://127.0.0.1:9/v1 is unreachable"
     with pytest.raises(pytest.exit.Exception, match=stop) as info:
-        webvoyager.pytest_sessionstart(SimpleNamespace(config=config))
+        plugin.pytest_sessionstart(SimpleNamespace(config=config))
     assert info.value.returncode == 3
 
 

@@ -11,9 +11,9 @@ from tests.runs import run
 CONCURRENT_TYPING = '''
 import json, os, pytest
 from pathlib import Path
-from fixtures.sites.server import SiteServer
 from tests import lab
 from webeval.actions import parse_call
+from webeval.benchmarks.local.site_server import SiteServer
 from webeval.runtime.executor import execute
 
 @pytest.fixture(scope="session")

@@ -5,17 +5,22 @@ $WEBEVAL_TEST_DATA, else the `shared/data` folder beside the repository. Tests t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import _pytest.config
 import pytest
 
 from tests.conftest import ROOT
+from webeval.benchmarks import benchmark_flags
+from webeval.flags import add_arguments
+from webeval.judges.judge_options import REJUDGE_FLAGS
 
 DATA = Path(os.environ.get("WEBEVAL_TEST_DATA") or ROOT.parent / "shared" / "data")
 ORIGINAL = DATA / "webvoyager"
@@ -55,8 +60,17 @@ def records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def parsed(args: list[str]) -> pytest.Config:
-    """The suite's options as pytest parses them, in this process (the checks themselves are what is tested)."""
+def parsed(args: list[str]) -> dict[str, Any]:
+    """The benchmark's option values as a front door reads them back (its family rendered into argparse), with the
+    core's `--rejudge DIR`: what webeval.benchmarks.webvoyager.settings.build takes."""
+    parser = argparse.ArgumentParser(prog="webvoyager", exit_on_error=False)
+    add_arguments(parser, (*benchmark_flags("webvoyager"), *REJUDGE_FLAGS))
+    parser.add_argument("--rejudge", default=None)
+    return vars(parser.parse_args(args))
+
+
+def pytest_config(args: list[str]) -> pytest.Config:
+    """The suite's options as pytest parses them, in this process, its plugin loaded."""
     return _pytest.config._prepareconfig(["suites/webvoyager", "-s", *args])  # -s: keep the outer capture
 
 

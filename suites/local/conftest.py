@@ -2,23 +2,20 @@
 
 import pytest
 
-from fixtures.sites.environment import offline_site_map, offline_sites, webeval_environment  # noqa: F401
-from fixtures.tasks import local_population
-from webeval.judges.verifier import verifier_judge
-from webeval.plugin import suite
+from webeval.benchmarks.local.plugin import parametrize
 
-POPULATION, TASKS = local_population()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if config.option.policy is None:
-        config.option.policy = "oracle"  # this suite proves itself without a model
+pytest_plugins = ["webeval.benchmarks.local.plugin"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    suite.parametrize(metafunc, POPULATION, TASKS)
+    parametrize(metafunc)
 
 
 @pytest.fixture
-def webeval_judge():
-    return verifier_judge
+def webeval_environment(local_environment):
+    return local_environment
+
+
+@pytest.fixture
+def webeval_judge(local_judge):
+    return local_judge

@@ -2,18 +2,13 @@
 
 import pytest
 
-from webeval.benchmarks import miniwob
+from webeval.benchmarks.miniwob.plugin import parametrize
 
-pytest_plugins = ["webeval.benchmarks.miniwob"]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if config.option.policy is None:
-        config.option.policy = "oracle"  # the solved tasks (-m oracle) prove the suite without a model
+pytest_plugins = ["webeval.benchmarks.miniwob.plugin"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    miniwob.parametrize(metafunc)
+    parametrize(metafunc)
 
 
 @pytest.fixture
@@ -22,5 +17,5 @@ def webeval_environment(miniwob_environment):
 
 
 @pytest.fixture
-def webeval_judge():
-    return miniwob.reward_judge
+def webeval_judge(miniwob_judge):
+    return miniwob_judge

@@ -2,20 +2,20 @@
 
 import pytest
 
-from webeval.benchmarks import tasks
+from webeval.benchmarks.tasks.plugin import parametrize
 
-pytest_plugins = ["webeval.benchmarks.tasks"]
+pytest_plugins = ["webeval.benchmarks.tasks.plugin"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    tasks.parametrize(metafunc)
+    parametrize(metafunc)
 
 
 @pytest.fixture
-def webeval_environment(task_file_environment):
-    return task_file_environment
+def webeval_environment(tasks_environment):
+    return tasks_environment
 
 
 @pytest.fixture
-def webeval_judge(task_file_judge):
-    return task_file_judge
+def webeval_judge(tasks_judge):
+    return tasks_judge

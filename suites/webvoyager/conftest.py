@@ -6,13 +6,13 @@
 
 import pytest
 
-from webeval.benchmarks import webvoyager
+from webeval.benchmarks.webvoyager.plugin import parametrize
 
-pytest_plugins = ["webeval.benchmarks.webvoyager"]
+pytest_plugins = ["webeval.benchmarks.webvoyager.plugin"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    webvoyager.parametrize(metafunc)
+    parametrize(metafunc)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile", "agreement", "calibrate", "export",
+COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate", "export",
             "split", "decompose", "imports", "serve")
 
 

@@ -1,6 +1,6 @@
 """`webeval export DIR --out PATH [--format training|inspect|online-mind2web]`: a run as other tools read it.
 
-- training (the default): the trajectories as JSON lines for training (fields: webeval.report.export).
+- training (the default): the trajectories as JSON lines for training (fields: webeval.report.training_data).
 - inspect: Inspect AI's eval log (`.eval` or `.json`), for `inspect view` (webeval.interop.to_inspect).
 - online-mind2web: Online-Mind2Web's result folders, for its WebJudge script (webeval.interop.to_mind2web); status 1
   when no task could be exported.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from webeval.cli import CommandError
 from webeval.outcomes.rundir import POPULATION, RunDir
-from webeval.report.export import lines
+from webeval.report.training_data import lines
 
 FORMATS = ("training", "inspect", "online-mind2web")
 INSPECT_EXTRA = "pip install 'pytest-webeval[inspect]'"

@@ -13,10 +13,9 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
-import pytest
-
 from webeval.benchmarks.webvoyager.settings import DEFAULT_POPULATION, Source
 from webeval.cli import CommandError
+from webeval.flags import OptionError
 from webeval.interop.into_rundir import ImportPlan, write_run
 from webeval.interop.readers import READERS, read_all
 from webeval.tasks import Population
@@ -44,7 +43,7 @@ def pinned_population(args: argparse.Namespace) -> Population | None:
     try:
         return Source(args.population or DEFAULT_POPULATION, None,
                       str(args.data_dir) if args.data_dir else None).load(date.today())[0]
-    except pytest.UsageError as exc:
+    except OptionError as exc:
         raise CommandError(str(exc)) from None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from webeval.cli import CommandError
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.build import ReportError, build, find_allure
-from webeval.report.environment import ENVIRONMENT, environment
+from webeval.report.run_environment import ENVIRONMENT, environment
 from webeval.report.identity import report_name
 from webeval.report.pictures import add_pictures
 from webeval.report.results import RESULTS_DIR, complete_results

@@ -1,4 +1,5 @@
-"""`webeval serve --suite local|miniwob|tasks:FILE --slots N`: the rollout service for trainers (docs/training.md).
+"""`webeval serve --suite local|miniwob|tasks:FILE|webvoyager --slots N`: the rollout service for trainers
+(docs/training.md).
 
 Step sessions in NeMo Gym's resources-server shape (/seed_session, /computer, /navigate, /tabs, /terminate, /verify,
 /close_session), whole episodes in its agent-server shape (/run), /aggregate_metrics, /health and /metrics. It
@@ -10,6 +11,10 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 from pathlib import Path
+
+from webeval.benchmarks import PACKAGES, benchmark_flags
+from webeval.flags import OptionError, add_arguments, values_of
+from webeval.policy.choice import POLICY_FLAGS
 
 DEFAULT_PORT = 8100
 
@@ -34,7 +39,8 @@ def _screen(text: str) -> tuple[int, int]:
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("serve", help="serve rollouts to a trainer over HTTP (NeMo Gym's shapes)",
                                    description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", required=True, metavar="SPEC", help="local, miniwob or tasks:FILE")
+    parser.add_argument("--suite", required=True, metavar="SPEC",
+                        help="the benchmark: local, miniwob, webvoyager, rubric or tasks:FILE")
     parser.add_argument("--slots", type=_positive(int), default=4, help="browsers run at once (default 4)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
@@ -55,38 +61,45 @@ def add_parser(subparsers) -> None:
                         help="let a /run request name its own policy endpoint (policy_base_url)")
     parser.add_argument("--screen", type=_screen, default=(1280, 720), metavar="WxH", help="default 1280x720")
     parser.add_argument("--browser", default=None, metavar="PATH", help="the Chromium to run (default: found)")
-    group = parser.add_argument_group("the policy of whole episodes (/run)")
-    group.add_argument("--policy", choices=("oracle", "openai"), default=None,
-                       help="oracle (the tasks' own solutions; the default for local and miniwob) or openai")
-    group.add_argument("--policy-profile", metavar="NAME|PATH", help="model profile (docs/models.md)")
-    group.add_argument("--policy-base-url", metavar="URL", help="OpenAI-compatible endpoint (overrides the profile)")
-    group.add_argument("--policy-model", metavar="NAME", help="the served model's name (overrides the profile)")
-    group.add_argument("--policy-api-key-env", metavar="NAME", help="variable holding the endpoint's key")
+    group = parser.add_argument_group("who acts in whole episodes (/run)")
+    add_arguments(group, POLICY_FLAGS)
     group.add_argument("--no-token-ids", action="store_true",
                        help="do not ask the endpoint for token ids and log-probabilities (one that refuses them)")
     group.add_argument("--history", choices=("append-only", "windowed"), default="append-only",
                        help="how the prompt is kept across turns (default append-only, what trainers assert)")
+    _benchmark_options(parser)
     parser.set_defaults(func=run)
+
+
+def _benchmark_options(parser: argparse.ArgumentParser) -> None:
+    """Each benchmark's own options (a flag two benchmarks share, such as the judge's, once)."""
+    seen = {action for action in parser._option_string_actions}
+    for name in PACKAGES:
+        flags = [flag for flag in benchmark_flags(name) if flag.name not in seen]
+        if flags:
+            add_arguments(parser.add_argument_group(f"the {name} benchmark"), flags)
+            seen |= {flag.name for flag in flags}
+
+
+def _values(args: argparse.Namespace) -> dict:
+    """The policy's and the benchmarks' option values, by destination."""
+    flags = [*POLICY_FLAGS, *(flag for name in PACKAGES for flag in benchmark_flags(name))]
+    return values_of(args, flags)
 
 
 def run(args: argparse.Namespace) -> int:
     from webeval.cli import CommandError
     from webeval.service.access import AccessError
     from webeval.service.rollout_service import ServiceSettings
-    from webeval.service.serving import PolicyOptions, ServeError, run_serve
-    from webeval.service.suite_sources import SuiteError
+    from webeval.service.serving import Listening, ServeError, run_serve
 
     out = args.out or Path("reports") / "service" / datetime.now().strftime("%Y%m%d-%H%M%S")
-    model = args.policy == "openai"
     settings = ServiceSettings(suite=args.suite, slots=args.slots, session_ttl_s=args.session_ttl,
                                run_queue=args.run_queue, allow_request_endpoint=args.allow_request_endpoint,
-                               screen=args.screen, browser_path=args.browser,
-                               history=args.history if model else None)
-    policy = PolicyOptions(args.policy, args.policy_profile, args.policy_base_url, args.policy_model,
-                           args.policy_api_key_env, token_ids=not args.no_token_ids, history=args.history)
+                               screen=args.screen, browser_path=args.browser, history=args.history)
+    where = Listening(args.host, args.port, out, args.token_env, args.max_body)
     try:
-        run_serve(args.suite, settings, policy, host=args.host, port=args.port, out=out, token_env=args.token_env,
-                  max_body=args.max_body)
-    except (AccessError, ServeError, SuiteError) as exc:
+        run_serve(args.suite, _values(args), settings, where, token_ids=not args.no_token_ids)
+    except (AccessError, ServeError, OptionError) as exc:
         raise CommandError(str(exc)) from None
     return 0

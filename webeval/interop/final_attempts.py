@@ -11,7 +11,7 @@ from webeval.outcomes.evidence import Evidence, EvidenceError
 from webeval.outcomes.reconcile import Summary, final_records, reconcile
 from webeval.outcomes.record import AttemptRecord
 from webeval.outcomes.rundir import RunDir
-from webeval.report.export import read_steps
+from webeval.report.training_data import read_steps
 
 
 @dataclass

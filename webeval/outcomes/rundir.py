@@ -24,9 +24,17 @@ class PopulationMismatch(ValueError):
 
 
 class RunDir:
-    def __init__(self, path: Path) -> None:
+    """`reruns`: the tasks this session runs again on purpose after a failure (`--resume DIR --lf`); their records
+    say so (`extra.rerun`), and reconciliation takes them over the failure they replace."""
+
+    def __init__(self, path: Path, reruns: frozenset[str] = frozenset()) -> None:
         self.path = Path(path)
+        self.reruns = reruns
         self._lock = FileLock(str(self.path / ".results.lock"))
+
+    def rerunning(self, task_ids: frozenset[str]) -> "RunDir":
+        """The same directory, whose records of `task_ids` are marked as re-runs of a failure."""
+        return RunDir(self.path, self.reruns | task_ids)
 
     @property
     def run_id(self) -> str:
@@ -80,6 +88,8 @@ class RunDir:
                 attempt += 1
 
     def append(self, record: AttemptRecord) -> None:
+        if record.task_id in self.reruns:
+            record = record.model_copy(update={"extra": {**record.extra, "rerun": True}})
         if not record.finished_at:
             record = record.model_copy(update={"finished_at": datetime.now(timezone.utc).isoformat()})
         line = record.model_dump_json() + "\n"

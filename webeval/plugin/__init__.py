@@ -7,14 +7,14 @@ import uuid
 import pytest
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import allure, episode, gate, options, outcome, policies, rejudge, selection, suite, summary
-from webeval.plugin import browsers, epochs, progress, redaction, versions
+from webeval.plugin import allure, browsers, episode_fixtures, epoch_option, gate_options, options, outcome, policies
+from webeval.plugin import progress, redaction, rejudge_selection, selection, session_summary, session_versions, suite
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
-from webeval.plugin.policies import check_policy, describe
+from webeval.plugin.policies import check_policy, chosen
 
-_PARTS = (options, browsers, redaction, selection, rejudge, gate, policies, episode, outcome, suite, summary, allure,
-          progress, versions, epochs)
+_PARTS = (options, browsers, redaction, selection, rejudge_selection, gate_options, policies, episode_fixtures, outcome,
+          suite, session_summary, allure, progress, session_versions, epoch_option)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -42,7 +42,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     run_dir = config.stash.get(RUN_DIR, None)
-    return [describe(config.option.policy), f"run directory: {run_dir.path if run_dir else '-'}"]
+    return [chosen(config).describe(), f"run directory: {run_dir.path if run_dir else '-'}"]
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -33,7 +33,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
 from webeval.report.categories import allure_status, status_message
-from webeval.report.environment import environment
+from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.results import RESULTS_DIR, complete_results
 from webeval.report.steps import step_title
@@ -226,7 +226,7 @@ def _model_name(config: pytest.Config) -> str | None:
     """The served model's name, as the policy resolved it (its profile), else as the option gave it; never its URL."""
     from webeval.plugin import policies
 
-    return policies.model_name() or getattr(config.option, "policy_model", None)
+    return policies.chosen(config).model or getattr(config.option, "policy_model", None)
 
 
 @pytest.hookimpl(trylast=True)
@@ -248,7 +248,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     env = environment(population, records, policy=config.option.policy, model=_model_name(config),
                       chromium=find_chromium(config.option.browser_path), root=Path(config.rootpath),
-                      recipe=policies.recipe(), browser=(str(provider), provider.input_path))
+                      recipe=policies.chosen(config).recipe(), browser=(str(provider), provider.input_path))
     summary = reconcile(population, records, run_dir.conventions())
     env["score"] = summary.headline()  # an interval while the run is incomplete
     env.update(epochs.environment(summary.epochs))

@@ -24,7 +24,7 @@ import pytest
 
 from webeval.outcomes.record import AttemptRecord, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin.episode import Unscored
+from webeval.plugin.episode_fixtures import Unscored
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, SESSION_ID, TASK
 
 OUTCOME_PROPERTY = "webeval_outcome"  # (name, value) in a report's user_properties: read on the xdist controller

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from webeval.outcomes.reconcile import final_records
-from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.outcomes.record import Outcome
 from webeval.outcomes.rundir import RunDir
 
 LAST_FAILED = "cache/lastfailed"  # pytest's cache entry behind --lf and --ff: {node id: true}
@@ -48,16 +48,3 @@ def rerun_ids(items: list[pytest.Item], failed: frozenset[str], nodeids: frozens
         if task_id in failed and item.nodeid in nodeids:
             found.add(task_id)
     return frozenset(found)
-
-
-class RerunDir(RunDir):
-    """The resumed run directory, whose records of the tasks run again say that they replace a failure."""
-
-    def __init__(self, path: Path, reruns: frozenset[str]) -> None:
-        super().__init__(path)
-        self.reruns = reruns
-
-    def append(self, record: AttemptRecord) -> None:
-        if record.task_id in self.reruns:
-            record = record.model_copy(update={"extra": {**record.extra, "rerun": True}})
-        super().append(record)

@@ -111,7 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     again = rerun.rerun_ids(items, failed, last_failed) if failed else frozenset()
     if again:
         done -= again
-        config.stash[RUN_DIR] = rerun.RerunDir(config.stash[RUN_DIR].path, again)
+        config.stash[RUN_DIR] = config.stash[RUN_DIR].rerunning(again)
     shard = shard_of(config.option.shard)
     if not done and shard is None:
         return

@@ -19,7 +19,7 @@ from webeval.outcomes.reconcile import Summary, final_records, reconcile
 from webeval.outcomes.record import AttemptRecord
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.categories import allure_status, status_message, write_categories
-from webeval.report.environment import read_environment, write_environment, write_executor
+from webeval.report.run_environment import read_environment, write_environment, write_executor
 from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, task_labels,
                                      test_case_id)
 from webeval.tasks import Population

@@ -15,61 +15,47 @@ import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import uvicorn
 
+from webeval.benchmarks import benchmark_setup, open_setup
+from webeval.flags import OptionError
 from webeval.outcomes.redact import redact
-from webeval.policy.openai import Profile, load_profile
-from webeval.policy.openai.profile import ProfileError
-from webeval.policy.oracle import oracle
+from webeval.policy.choice import PolicyChoice
 from webeval.rollouts import EngineStopped
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.service.access import bearer_token
 from webeval.service.http_app import build_app
 from webeval.service.rollout_service import RolloutService, RunPolicy, ServiceSettings
-from webeval.service.suite_sources import open_suite
-
-POLICIES = ("oracle", "openai")
-LOG = logging.getLogger("webeval.service")
-
 
 class ServeError(ValueError):
     """The service cannot start as asked; one line."""
 
 
-@dataclass(frozen=True)
-class PolicyOptions:
-    name: str | None = None
-    profile: str | None = None
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    token_ids: bool = True
-    history: str = "append-only"
-
-
-def run_policy(options: PolicyOptions, default: str | None, screen: tuple[int, int]) -> RunPolicy | None:
-    """What runs whole episodes (/run): the oracle, a model endpoint through ModelPolicies, or nothing."""
-    name = options.name or default
-    if name is None:
-        return None
-    if name not in POLICIES:
-        raise ServeError(f"--policy {name!r}: the service runs episodes with one of {', '.join(POLICIES)}")
-    if name == "oracle":
-        return lambda request: oracle
-    overrides = {"base_url": options.base_url, "model": options.model, "api_key_env": options.api_key_env}
-    reference: Path | str | None = options.profile
-    if reference is not None and Path(reference).suffix in (".toml", ".json"):
-        reference = Path(reference)
+def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int, int], *, token_ids: bool,
+               history: str) -> tuple[PolicyChoice, RunPolicy | None]:
+    """Who acts in whole episodes (/run): the policy options' choice (the benchmark's default policy when none is
+    given), and what makes each rollout's policy: a model endpoint through the engine's model policies (token ids,
+    the request's sampling and seed), the oracle, or recorded replies; None when there is no policy at all."""
+    chosen = dict(values)
+    if chosen.get("policy") is None:
+        chosen["policy"] = default
     try:
-        profile: Profile = load_profile(reference, overrides)
-    except ProfileError as exc:
+        choice = PolicyChoice.from_values(chosen)
+    except OptionError as exc:
         raise ServeError(str(exc)) from None
-    return ModelPolicies(profile, screen, token_ids=options.token_ids, history=options.history)
-
+    if choice.name is None:
+        return choice, None
+    if choice.record or choice.dump:
+        raise ServeError("--record and --dump-observation are evaluation's: the service keeps every rollout's "
+                         "trajectory and token ids in its collection folder")
+    if choice.name == "openai":
+        return choice, ModelPolicies(choice.profile, screen, token_ids=token_ids, history=history)
+    factory = choice.factory(screen)
+    return choice, lambda request: factory
 
 class _Server(uvicorn.Server):
     """uvicorn's server, except that a SIGINT or SIGTERM that stopped it is not raised again once it has stopped:
@@ -127,36 +113,60 @@ def _socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(suite: str, settings: ServiceSettings, policy: PolicyOptions, *, host: str, port: int, out: Path,
-                token_env: str | None, max_body: int) -> None:
-    token = bearer_token(host, token_env, os.environ)  # AccessError: refuse before anything starts
-    sock = _socket(host, port)
+@dataclass(frozen=True)
+class Listening:
+    host: str
+    port: int
+    out: Path
+    token_env: str | None
+    max_body: int
+
+
+async def serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings, where: Listening, *,
+                token_ids: bool = True) -> None:
+    """The benchmark opened, the engine started, the service on uvicorn until a signal ends it."""
+    token = bearer_token(where.host, where.token_env, os.environ)  # AccessError: refused before anything starts
+    try:
+        setup = benchmark_setup(suite, values)
+        choice, policy = run_policy(values, setup.default_policy, settings.screen, token_ids=token_ids,
+                                    history=settings.history or "append-only")
+    except OptionError as exc:
+        raise ServeError(str(exc)) from None
+    if choice.name != "openai":
+        settings = replace(settings, history=None)  # no model keeps a prompt
+    sock = _socket(where.host, where.port)
     _redacting_logs()
     try:
-        async with open_suite(suite, policy.name) as source:
-            service = RolloutService(source, out, settings, run_policy(policy, source.default_policy, settings.screen))
+        async with open_setup(suite, setup, {**values, "policy": choice.name}) as benchmark:
+            service = RolloutService(benchmark, where.out, replace(settings, suite=suite), policy)
             try:
                 await service.start()
             except EngineStopped as exc:
                 raise ServeError(str(exc)) from None
             try:
-                app = build_app(service, token=token, max_body=max_body)
-                config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
-                                        limit_concurrency=4096, backlog=2048)
-                server = _Server(config)
-                listening = sock.getsockname()
-                print(f"webeval serve: listening on http://{_host(listening[0])}:{listening[1]} (suite {suite}, "
-                      f"{settings.slots} slots, collection {out})", flush=True)
-                await server.serve(sockets=[sock])
+                await _listen(service, sock, token, where, f"suite {suite}, {settings.slots} slots, /run policy "
+                                                           f"{choice.name or 'none'}")
             finally:
                 await service.close()
     finally:
         sock.close()
 
 
+async def _listen(service: RolloutService, sock: socket.socket, token: str | None, where: Listening,
+                  what: str) -> None:
+    app = build_app(service, token=token, max_body=where.max_body)
+    config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
+                            limit_concurrency=4096, backlog=2048)
+    server = _Server(config)
+    host, port = sock.getsockname()[:2]
+    print(f"webeval serve: listening on http://{_host(host)}:{port} ({what}; collection {where.out})", flush=True)
+    await server.serve(sockets=[sock])
+
+
 def _host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
-def run_serve(suite: str, settings: ServiceSettings, policy: PolicyOptions, **where: Any) -> None:
-    asyncio.run(serve(suite, settings, policy, **where))
+def run_serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings, where: Listening,
+              token_ids: bool = True) -> None:
+    asyncio.run(serve(suite, values, settings, where, token_ids=token_ids))

@@ -1,95 +1,49 @@
-"""MiniWoB++ as a benchmark package: every task the `miniwob` package ships, one test per task x seed.
+"""MiniWoB++ as a benchmark package: every task the `miniwob` package ships, one task per task x seed.
 
-A suite loads it from its conftest (`pytest_plugins = ["webeval.benchmarks.miniwob"]`, see suites/miniwob); its
-option `--miniwob-seeds` exists only in such sessions. The pages are the package's own HTML, served from 127.0.0.1;
-the goal is the page's utterance, the time limit the page's own, success the page's reward (`reward_judge`).
-Tasks with an oracle solution carry the `oracle` mark: `pytest -n 2 suites/miniwob -m oracle` needs no model.
-
-PYTEST_DONT_REWRITE: the suite's conftest imports this module before pytest loads it as a plugin (it has no asserts).
+The pages are the package's own HTML, served from 127.0.0.1; the goal is the page's utterance, the time limit the
+page's own, success the page's reward (`reward_judge`). Tasks with an oracle solution carry the `oracle` tag (and,
+under pytest, the `oracle` mark: `pytest -n 2 suites/miniwob -m oracle` needs no model). The suite loads
+`webeval.benchmarks.miniwob.plugin`; `open_benchmark("miniwob", {"miniwob_seeds": "0-2"})` gives the same without
+pytest.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping
 
-import pytest
-
-from webeval.benchmarks.miniwob.catalogue import CatalogueError, package_dir, parse_seeds, population
+from webeval.benchmarks import Benchmark, BenchmarkSetup
+from webeval.benchmarks.miniwob.catalogue import package_dir, parse_seeds, population
 from webeval.benchmarks.miniwob.judge import reward_judge
 from webeval.benchmarks.miniwob.page import MiniwobSites
 from webeval.benchmarks.miniwob.server import PageServer
 from webeval.benchmarks.miniwob.solutions import SOLVERS
-from webeval.outcomes.record import NotRun
-from webeval.plugin import suite
-from webeval.plugin.options import Settings
-from webeval.tasks import Population, Task
+from webeval.flags import Flag
 
-__all__ = ["parametrize", "reward_judge"]
+__all__ = ["FLAGS", "ORACLE_TAG", "flags", "load", "opened", "reward_judge"]
 
-POPULATION = pytest.StashKey[tuple[Population, list[Task]]]()
-ORACLE_MARK = "oracle"
+ORACLE_TAG = "oracle"
+FLAGS = (Flag("--miniwob-seeds", default="0", metavar="SEEDS",
+              help="the seeds every task runs with: 0 (the default), 0,3,7 or 0-9; one test per task x seed"),)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("miniwob", "webeval: the MiniWoB++ suite")
-    group.addoption("--miniwob-seeds", default="0", metavar="SEEDS",
-                    help="the seeds every task runs with: 0 (the default), 0,3,7 or 0-9; one test per task x seed")
+def flags(argument: str | None = None) -> tuple[Flag, ...]:
+    return FLAGS
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{ORACLE_MARK}: a MiniWoB++ task that the oracle can solve (no model needed)")
-    if config.option.help:
-        return
-    try:
-        config.stash[POPULATION] = population(parse_seeds(config.option.miniwob_seeds), frozenset(SOLVERS))
-    except CatalogueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+def load(values: Mapping[str, Any], root: Path | None = None, argument: str | None = None) -> BenchmarkSetup:
+    """Every shipped task x seed (a bad --miniwob-seeds, or a package that lacks its files, is a CatalogueError)."""
+    pop, tasks = population(parse_seeds(values["miniwob_seeds"]), frozenset(SOLVERS))
+    solved = sum(ORACLE_TAG in task.tags for task in tasks)
+    header = (f"MiniWoB++: {pop.name}, {pop.size} tests (seeds {values['miniwob_seeds']}), {solved} with an oracle "
+              "solution",)
+    return BenchmarkSetup("miniwob", pop, tuple(tasks), default_policy="oracle", header=header)
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    found = config.stash.get(POPULATION, None)
-    if found is None:
-        return []
-    pop, tasks = found
-    solved = sum(ORACLE_MARK in task.tags for task in tasks)
-    return [f"MiniWoB++: {pop.name}, {pop.size} tests (seeds {config.option.miniwob_seeds}), "
-            f"{solved} with an oracle solution"]
-
-
-def parametrize(metafunc: pytest.Metafunc) -> None:
-    """Called from the suite's pytest_generate_tests: one test per task x seed."""
-    pop, tasks = metafunc.config.stash[POPULATION]
-    suite.parametrize(metafunc, pop, tasks)
-
-
-def _task(item: pytest.Item) -> Task | None:
-    task = getattr(item, "callspec", None) and item.callspec.params.get("task")
-    return task if isinstance(task, Task) and "miniwob" in task.tags else None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        task = _task(item)
-        if task is not None and ORACLE_MARK in task.tags:
-            item.add_marker(ORACLE_MARK)
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    task = _task(item)
-    option = item.config.option
-    if task is not None and option.policy == "oracle" and not option.rejudge and ORACLE_MARK not in task.tags:
-        raise NotRun("no_solution", f"the oracle has no solution for {task.site}: run it with a model "
-                                    "(--policy, see docs/models.md), or select the solved tasks with -m oracle")
-
-
-@pytest.fixture(scope="session")
-def miniwob_server() -> Iterator[PageServer]:
-    with PageServer(package_dir() / "html") as server:
-        yield server
-
-
-@pytest.fixture
-def miniwob_environment(miniwob_server: PageServer, webeval_settings: Settings) -> MiniwobSites:
+@asynccontextmanager
+async def opened(setup: BenchmarkSetup, values: Mapping[str, Any]) -> AsyncIterator[Benchmark]:
     """The oracle gets each solved task's solution, made from the page when it starts; a model gets none."""
-    return MiniwobSites(miniwob_server, SOLVERS if webeval_settings.policy == "oracle" else None)
+    with PageServer(package_dir() / "html") as server:
+        solvers = SOLVERS if values.get("policy") == "oracle" else None
+        yield Benchmark.of(setup, MiniwobSites(server, solvers), reward_judge)

@@ -9,6 +9,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from webeval.flags import OptionError
 from webeval.tasks import Population, Task, population_of
 
 DISTRIBUTION = "miniwob"
@@ -19,7 +20,7 @@ _SEEDS = re.compile(r"(\d+)(?:-(\d+))?")
 MAX_SEEDS = 10_000
 
 
-class CatalogueError(ValueError):
+class CatalogueError(OptionError):
     """The package's files or the seeds asked for cannot make a population; the message says what to do."""
 
 

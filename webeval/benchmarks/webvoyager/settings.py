@@ -1,25 +1,26 @@
-"""The WebVoyager suite's settings, from its options (and, when re-judging, from the run it re-judges)."""
+"""The WebVoyager benchmark's options, declared once, and the setup they make (when re-judging, with the run it
+re-judges filling in what the options leave out). A bad value is an OptionError of one line; nothing here imports
+pytest."""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import Any, Mapping
 
 from webeval.agent.live import ALL_SITES, LiveSites
-from webeval.judges.config import JudgeConfig, JudgeConfigError, parse_kinds, with_members, with_profile
-from webeval.judges import protocols
-from webeval.judges.protocols.pinned import prompts_folder
-from webeval.outcomes.record import JudgeError
+from webeval.benchmarks import BenchmarkSetup
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS, load_file, load_population
+from webeval.cache_dir import cache_dir
+from webeval.flags import Flag, OptionError
+from webeval.judges.config import JudgeConfig, JudgeConfigError
+from webeval.judges.judge_options import JUDGE_FLAGS, judge_config
 from webeval.outcomes.rundir import POPULATION
 from webeval.runtime.sites import SiteProxy
 from webeval.tasks import Population, Task, TaskFileError
-from webeval.benchmarks.webvoyager.tasks import POPULATIONS, load_file, load_population
 
 DATA_DIR_ENV = "WEBEVAL_DATA_DIR"
 CACHE_ENV = "WEBEVAL_CACHE"
@@ -27,11 +28,28 @@ RUN_CONFIG = "webvoyager.json"  # in the run directory: what `--rejudge` and `we
 DEFAULT_POPULATION = "original"
 
 
+WEBVOYAGER_FLAGS = (
+    Flag("--population", help=f"pinned task population: {', '.join(POPULATIONS)} (default original)"),
+    Flag("--tasks-file", metavar="PATH", help="a task file in WebVoyager's format instead"),
+    Flag("--data-dir", metavar="DIR",
+         help=f"a local copy of the population's files (default ${DATA_DIR_ENV}, else the prepared cache)"),
+    Flag("--today", metavar="YYYY-MM-DD", help="the date that date templates are rendered against"),
+    Flag("--site-map", action="append", default=(), metavar="NAME=URL", help="start a site's tasks at URL instead"),
+    Flag("--site-proxy", action="append", default=(), metavar="NAME=URL",
+         help="reach a site (or * for all) via a proxy"),
+    Flag("--site-proxy-auth", action="append", default=(), metavar="NAME=ENV",
+         help="the environment variable that holds 'user:password' for a site's proxy"),
+    Flag("--site-timeout", type=float, default=10.0, metavar="S",
+         help="seconds a site's start URL may take to answer (default 10)"),
+    Flag("--block-budget", type=int, default=3, metavar="N",
+         help="observations in a row of a CAPTCHA / anti-bot page before a task is infra[site_blocked] (default 3)"),
+)
+FLAGS = (*WEBVOYAGER_FLAGS, *JUDGE_FLAGS)
+
+
 def cache_root() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "webeval" / "webvoyager"
+    """Where `webeval prepare webvoyager` puts the populations: $WEBEVAL_CACHE, else webeval's cache folder."""
+    return cache_dir("webvoyager", env=CACHE_ENV)
 
 
 def pairs(values: list[str] | None, option: str) -> dict[str, str]:
@@ -40,7 +58,7 @@ def pairs(values: list[str] | None, option: str) -> dict[str, str]:
     for value in values or []:
         name, sep, rest = value.partition("=")
         if not sep or not name.strip() or not rest.strip():
-            raise pytest.UsageError(f"{option} {value!r}: expected NAME=VALUE")
+            raise OptionError(f"{option} {value!r}: expected NAME=VALUE")
         found[name.strip()] = rest.strip()
     return found
 
@@ -51,7 +69,7 @@ def parse_today(text: str | None) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise pytest.UsageError(f"--today {text!r}: expected a date YYYY-MM-DD") from None
+        raise OptionError(f"--today {text!r}: expected a date YYYY-MM-DD") from None
 
 
 @dataclass
@@ -68,34 +86,32 @@ class Source:
                 return load_file(Path(self.tasks_file), today)
             return load_population(self.population or DEFAULT_POPULATION, Path(self.folder()), today)
         except TaskFileError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise OptionError(str(exc)) from None
 
     def folder(self) -> str:
         name = self.population or DEFAULT_POPULATION
         if name not in POPULATIONS:
-            raise pytest.UsageError(f"--population {name!r} is unknown: use one of {', '.join(POPULATIONS)}")
+            raise OptionError(f"--population {name!r} is unknown: use one of {', '.join(POPULATIONS)}")
         if self.data_dir:
             return self.data_dir
         prepared = cache_root() / name
         if not prepared.is_dir():
-            raise pytest.UsageError(f"population {name!r} is not prepared: run `webeval prepare webvoyager "
-                                    f"--population {name}`, or pass --data-dir (or set ${DATA_DIR_ENV})")
+            raise OptionError(f"population {name!r} is not prepared: run `webeval prepare webvoyager "
+                              f"--population {name}`, or pass --data-dir (or set ${DATA_DIR_ENV})")
         return str(prepared)
 
 
-@dataclass
-class Setup:
-    source: Source
-    today: date
-    population: Population
-    tasks: list[Task]
-    judge: JudgeConfig
-    environment: LiveSites
-    site_timeout_s: float
-    block_budget: int
+@dataclass(frozen=True)
+class Setup(BenchmarkSetup):
+    source: Source = field(default_factory=Source)
+    today: date = field(default_factory=date.today)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    environment: LiveSites = field(default_factory=LiveSites)
+    site_timeout_s: float = 10.0
+    block_budget: int = 3
     rejudge: Path | None = None
     failed_only: bool = False
-    stored: dict[str, Any] = field(default_factory=dict)
+    stored: Mapping[str, Any] = field(default_factory=dict)
 
     def run_config(self) -> dict[str, Any]:
         """What a later re-judge needs; no secret is in it (keys and proxy credentials stay in the environment)."""
@@ -107,101 +123,88 @@ class Setup:
             "date_rendered": [t.id for t in self.tasks if "date-rendered" in t.tags],
         }
 
+    def header_lines(self) -> tuple[str, ...]:
+        population = self.population
+        lines = [f"webvoyager: {population.name}, {population.size} tasks (sha256 {population.sha256[:12]}), dates "
+                 f"as of {self.today}", self.judge.describe()]
+        lines += [f"site map: {name} -> {url}" for name, url in self.environment.site_map.items()]
+        lines += [f"proxy: {name} via {proxy.describe()}" for name, proxy in self.environment.proxies.items()]
+        if self.rejudge:
+            lines.append(f"re-judging {self.rejudge}" + (" (judge_failed tasks only)" if self.failed_only else ""))
+        return tuple(lines)
+
 
 def stored_config(run_dir: Path) -> dict[str, Any]:
     if not (run_dir / POPULATION).is_file():
-        raise pytest.UsageError(f"--rejudge {run_dir}: not a run directory (no {POPULATION})")
+        raise OptionError(f"--rejudge {run_dir}: not a run directory (no {POPULATION})")
     try:
         stored = json.loads((run_dir / RUN_CONFIG).read_text(encoding="utf-8"))
     except OSError:
         return {}
     except ValueError:
-        raise pytest.UsageError(f"{run_dir / RUN_CONFIG}: not valid JSON") from None
+        raise OptionError(f"{run_dir / RUN_CONFIG}: not valid JSON") from None
     if stored.get("tasks_file") and not Path(stored["tasks_file"]).is_absolute():
         # a task file kept inside the run (an imported run's) travels with it
         stored["tasks_file"] = str(run_dir / stored["tasks_file"])
     return stored
 
 
-def judge_config(option: Any, stored: dict[str, Any], root: Path) -> JudgeConfig:
-    """The judge from the options; when re-judging, the run's own judge fills in whatever the options leave out."""
-    before = stored.get("judge") or {}
-    temperature = option.judge_temperature
-    try:
-        config = JudgeConfig(
-            kinds=parse_kinds(option.judge or "+".join(before.get("kinds") or ["model"])),
-            base_url=option.judge_base_url or (None if option.judge_profile else before.get("base_url")),
-            model=option.judge_model or (None if option.judge_profile else before.get("model")),
-            api_key_env=option.judge_api_key_env or (None if option.judge_profile else before.get("api_key_env")),
-            profile=option.judge_profile or (None if option.judge_base_url else before.get("profile")),
-            timeout_s=option.judge_timeout, retries=option.judge_retries,
-            temperature=None if temperature == "none" else float(temperature),
-            screenshots=option.judge_screenshots,
-            protocol=getattr(option, "judge_protocol", None) or before.get("protocol") or "webeval",
-            prompts=getattr(option, "judge_prompts", None) or before.get("prompts"),
-            cache=not getattr(option, "no_judge_cache", False),
-        )
-        config = with_profile(config, root)
-        if getattr(option, "judge_ensemble", None):
-            config = with_members(config, option.judge_ensemble, root)
-        if config.uses_model and config.configured:
-            for one in config.members or (config,):  # a key variable not set stops the session here
-                protocols.build(one.protocol, one.endpoint(), one.screenshots, prompts_folder(one.prompts))
-        return config
-    except (JudgeConfigError, JudgeError) as exc:
-        raise pytest.UsageError(str(exc)) from None
-    except ValueError:
-        raise pytest.UsageError(f"--judge-temperature {temperature!r}: expected a number or 'none'") from None
-
-
-def proxies(option: Any) -> dict[str, SiteProxy]:
-    urls = pairs(option.site_proxy, "--site-proxy")
-    auth = pairs(option.site_proxy_auth, "--site-proxy-auth")
+def proxies(values: Mapping[str, Any]) -> dict[str, SiteProxy]:
+    urls = pairs(values["site_proxy"], "--site-proxy")
+    auth = pairs(values["site_proxy_auth"], "--site-proxy-auth")
     for name in auth.keys() - urls.keys():
-        raise pytest.UsageError(f"--site-proxy-auth {name}=...: no --site-proxy for {name!r}")
+        raise OptionError(f"--site-proxy-auth {name}=...: no --site-proxy for {name!r}")
     try:
         return {name: SiteProxy.parse(url, auth.get(name)) for name, url in urls.items()}
     except ValueError as exc:
-        raise pytest.UsageError(f"--site-proxy: {exc}") from None
+        raise OptionError(f"--site-proxy: {exc}") from None
 
 
 def _check_sites(names: set[str], tasks: list[Task], option: str) -> None:
     known = {t.site for t in tasks}
     for name in sorted(names - known - {ALL_SITES}):
-        raise pytest.UsageError(f"{option} {name!r}: no task is on that site (sites: {', '.join(sorted(known))})")
+        raise OptionError(f"{option} {name!r}: no task is on that site (sites: {', '.join(sorted(known))})")
 
 
-def build(config: pytest.Config) -> Setup:
-    option = config.option
-    rejudge = Path(option.rejudge) if option.rejudge else None
-    stored = stored_config(rejudge) if rejudge else {}
-    source = Source(
-        population=option.population or (None if option.tasks_file else stored.get("population")),
-        tasks_file=option.tasks_file or (None if option.population else stored.get("tasks_file")),
-        data_dir=option.data_dir or os.environ.get(DATA_DIR_ENV) or stored.get("data_dir"),
+def _check_numbers(values: Mapping[str, Any]) -> None:
+    if values["site_timeout"] <= 0:
+        raise OptionError("--site-timeout must be positive")
+    if values["block_budget"] < 1:
+        raise OptionError("--block-budget must be at least 1")
+
+
+def _source(values: Mapping[str, Any], stored: Mapping[str, Any]) -> Source:
+    if values["population"] and values["tasks_file"]:
+        raise OptionError("--population and --tasks-file are alternatives: pass one")
+    return Source(
+        population=values["population"] or (None if values["tasks_file"] else stored.get("population")),
+        tasks_file=values["tasks_file"] or (None if values["population"] else stored.get("tasks_file")),
+        data_dir=values["data_dir"] or os.environ.get(DATA_DIR_ENV) or stored.get("data_dir"),
     )
-    if option.population and option.tasks_file:
-        raise pytest.UsageError("--population and --tasks-file are alternatives: pass one")
-    worker_input = getattr(config, "workerinput", {})
-    today = parse_today(worker_input.get("webvoyager_today") or option.today or stored.get("today"))
+
+
+def build(values: Mapping[str, Any], root: Path | None = None) -> Setup:
+    """The setup of the options' values (keys of FLAGS, and `rejudge`: the run directory being re-judged, whose
+    webvoyager.json fills in what the options leave out). A bad value is an OptionError of one line."""
+    rejudge = Path(values["rejudge"]) if values.get("rejudge") else None
+    stored = stored_config(rejudge) if rejudge else {}
+    source = _source(values, stored)
+    today = parse_today(values["today"] or stored.get("today"))
     population, tasks = source.load(today)
-    site_map = pairs(option.site_map, "--site-map")
-    site_proxies = proxies(option)
+    site_map = pairs(values["site_map"], "--site-map")
+    site_proxies = proxies(values)
     _check_sites(set(site_map), tasks, "--site-map")
     _check_sites(set(site_proxies), tasks, "--site-proxy")
+    _check_numbers(values)
+    try:
+        judge = judge_config(values, stored.get("judge") or {}, root)
+    except JudgeConfigError as exc:
+        raise OptionError(str(exc)) from None
     origins = {t.site: t.start_url for t in reversed(tasks)}
-    for name in ("site_timeout", "judge_timeout"):
-        if getattr(option, name) <= 0:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive")
-    if option.block_budget < 1:
-        raise pytest.UsageError("--block-budget must be at least 1")
-    for name in ("judge_retries", "judge_screenshots"):
-        if (getattr(option, name) or 0) < 0:
-            raise pytest.UsageError(f"--{name.replace('_', '-')} must not be negative")
-    return Setup(
-        source=source, today=today, population=population, tasks=tasks,
-        judge=judge_config(option, stored, Path(config.rootpath)),
-        environment=LiveSites(site_map, site_proxies, origins, option.block_budget), site_timeout_s=option.site_timeout,
-        block_budget=option.block_budget, rejudge=rejudge, failed_only=option.judge_failed_only,
-        stored=stored,
+    setup = Setup(
+        name="webvoyager", population=population, tasks=tuple(tasks), source=source, today=today, judge=judge,
+        environment=LiveSites(site_map, site_proxies, origins, values["block_budget"]),
+        site_timeout_s=values["site_timeout"], block_budget=values["block_budget"], rejudge=rejudge,
+        failed_only=bool(values.get("judge_failed_only")), stored=stored,
     )
+    return replace(setup, documents={RUN_CONFIG: setup.run_config()}, header=setup.header_lines())

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from webeval.cache_dir import cache_dir
 from webeval.outcomes.record import JudgeError
 
 PROMPTS_ENV = "WEBEVAL_JUDGE_PROMPTS"
@@ -40,10 +40,7 @@ class PromptPin:
 def prompts_folder(folder: str | Path | None = None) -> Path:
     if folder:
         return Path(folder)
-    if os.environ.get(PROMPTS_ENV):
-        return Path(os.environ[PROMPTS_ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "webeval" / "judge-prompts"
+    return cache_dir("judge-prompts", env=PROMPTS_ENV)
 
 
 def locate(pin: PromptPin, folder: Path) -> Path:

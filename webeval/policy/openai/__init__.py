@@ -5,10 +5,10 @@ from webeval.policy.openai.profile import ADAPTERS, APIS, Profile, ProfileError,
 from webeval.policy.openai.recording import (
     Recorder, RecordingTransport, ReplayMissing, ReplayTransport, find_recording, read_recording,
 )
+from webeval.policy.openai.set_of_marks import Mark
 from webeval.policy.openai.transport import (
     HttpTransport, PolicyAuthError, Transport, api_key_from, check_policy_endpoint,
 )
-from webeval.policy.openai.webvoyager import Mark
 
 __all__ = [
     "ADAPTERS", "APIS", "DUMP_FOLDER", "HttpTransport", "Mark", "OpenAIPolicy", "PolicyAuthError", "Profile",

@@ -28,7 +28,7 @@ from webeval.policy.openai.recording import ReplayDiverged
 from webeval.policy.openai.responses import ResponsesConversation, read_response, responses_body
 from webeval.policy.openai.tokens import turn_tokens
 from webeval.policy.openai.uitars import UITarsAdapter
-from webeval.policy.openai.webvoyager import Marks, WebVoyagerAdapter
+from webeval.policy.openai.set_of_marks import Marks, WebVoyagerAdapter
 from webeval.tasks import Task
 
 DUMP_FOLDER = "model-input"  # --dump-observation: what the model received, per step

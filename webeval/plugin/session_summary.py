@@ -9,7 +9,7 @@ import pytest
 
 from webeval.outcomes.gate import SELECTED_INCOMPLETE, selected_incomplete
 from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
-from webeval.plugin import gate
+from webeval.plugin import gate_options
 from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
 
@@ -82,7 +82,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
         return
-    gate.apply(session, summary)
+    gate_options.apply(session, summary)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -94,7 +94,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in summary_lines(summary):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
-    for key in (gate.VERDICT_LINE, EXIT_LINE):
+    for key in (gate_options.VERDICT_LINE, EXIT_LINE):
         line = config.stash.get(key, None)
         if line:
             terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)

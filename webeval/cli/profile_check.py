@@ -21,7 +21,7 @@ from webeval.cli import CommandError
 from webeval.policy.openai import OpenAIPolicy, ProfileError, load_profile, make_adapter
 from webeval.policy.openai.image import frame_for
 from webeval.policy.openai.profile import Profile
-from webeval.policy.openai.webvoyager import Mark
+from webeval.policy.openai.set_of_marks import Mark
 from webeval.tasks import Task
 
 _DATA_URL = re.compile(r"^data:(image/[a-z]+);base64,")

@@ -21,9 +21,9 @@ from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.browsers import make_runtime
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
-from webeval.plugin.rejudge import FINAL
+from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
-from webeval.plugin.policies import make_policy, stop_session
+from webeval.plugin.policies import EPISODE_POLICY, stop_session
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -95,7 +95,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         raise NotRun("no_policy", NO_POLICY)
     how = Evaluation(
         slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
-        policy=lambda session, prepared: make_policy(webeval_settings, session, prepared),
+        policy=config.stash[EPISODE_POLICY],
         environment=webeval_environment, budgets=webeval_settings.budgets,
         settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
         infra_retries=webeval_settings.infra_retries,

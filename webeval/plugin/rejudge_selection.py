@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from webeval.flags import add_pytest_options
+from webeval.judges.judge_options import REJUDGE_FLAGS
 from webeval.outcomes.reconcile import final_records
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import POPULATION, RunDir
@@ -23,11 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("webeval")
     group.addoption("--rejudge", default=None, metavar="DIR",
                     help="judge a finished run's evidence again, each task a test; no browser starts")
-    group.addoption("--judge-failed-only", action="store_true",
-                    help="with --rejudge: only the tasks whose judge failed")
-    group.addoption("--judge-unparseable", default="mask", choices=("mask", "fail"),
-                    help="a judge reply with no readable verdict after the re-asks: mask (judge_failed, the default) "
-                         "or fail (NeMo Gym's convention: the task counts as failed)")
+    add_pytest_options(group, REJUDGE_FLAGS)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,0 +1,76 @@
+"""The run's runtime and budget options, declared once, and the `Settings` they make: screen, step and time budgets,
+settling, the browser, infrastructure retries and the download cap. pytest's plugin renders `RUN_FLAGS` into its
+option group; a command that runs episodes renders the same tuple into argparse and calls `run_settings`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from webeval.agent.loop import Budgets
+from webeval.flags import Flag, OptionError, with_defaults
+from webeval.runtime.downloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_MB
+
+_SCREEN = re.compile(r"^(\d+)x(\d+)$")
+SCREEN_SIDES = (100, 16384)  # pixels; Xvfb refuses larger screens, and a page is unusable on a smaller one
+
+RUN_DIR = Flag("--run-dir", metavar="DIR", help="run directory (default reports/runs/<timestamp>)")
+RUN_FLAGS = (
+    RUN_DIR,
+    Flag("--screen", default="1280x720", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
+    Flag("--max-steps", type=int, default=30, metavar="N", help="step budget per task (default 30)"),
+    Flag("--step-timeout", type=float, default=120.0, metavar="S", help="seconds one step may take (default 120)"),
+    Flag("--task-timeout", type=float, default=900.0, metavar="S", help="seconds one task may take (default 900)"),
+    Flag("--settle-cap", type=float, default=3.0, metavar="S",
+         help="longest wait for a page to settle, s (default 3)"),
+    Flag("--infra-retries", type=int, default=0, metavar="N",
+         help="re-run an episode that hit an infrastructure error, in a fresh browser context, N times"),
+    Flag("--browser-path", metavar="PATH", help="Chromium executable (default $WEBEVAL_CHROMIUM or system)"),
+    Flag("--download-max-mb", type=float, default=DEFAULT_MAX_MB, metavar="MB",
+         help=f"a download larger than this is stopped; smaller ones are kept in the attempt folder "
+              f"(default {DEFAULT_MAX_MB:g})"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    policy: str | None
+    screen: tuple[int, int]
+    budgets: Budgets
+    settle_cap_s: float
+    browser_path: str | None
+    infra_retries: int = 0
+    download_max_bytes: int = DEFAULT_MAX_BYTES
+
+
+def screen_size(text: str) -> tuple[int, int]:
+    match = _SCREEN.match(text)
+    if not match:
+        raise OptionError(f"--screen {text!r}: expected WIDTHxHEIGHT, for example 1280x720")
+    low, high = SCREEN_SIDES
+    if not all(low <= int(side) <= high for side in match.groups()):
+        raise OptionError(f"--screen {text!r}: width and height must be {low} to {high} pixels")
+    return int(match[1]), int(match[2])
+
+
+def run_settings(values: Mapping[str, Any], policy: str | None = None) -> Settings:
+    """The settings of RUN_FLAGS' values (a missing one has its default); a bad value is an OptionError."""
+    values = with_defaults(RUN_FLAGS, values)
+    if values["max_steps"] < 1:
+        raise OptionError("--max-steps must be at least 1")
+    if values["infra_retries"] < 0:
+        raise OptionError("--infra-retries must be 0 or more")
+    for name in ("step_timeout", "task_timeout", "settle_cap", "download_max_mb"):
+        if values[name] <= 0:
+            raise OptionError(f"--{name.replace('_', '-')} must be positive")
+    return Settings(
+        policy=policy,
+        screen=screen_size(values["screen"]),
+        budgets=Budgets(max_steps=values["max_steps"], step_timeout_s=values["step_timeout"],
+                        task_timeout_s=values["task_timeout"]),
+        settle_cap_s=values["settle_cap"],
+        browser_path=values["browser_path"],
+        infra_retries=values["infra_retries"],
+        download_max_bytes=int(values["download_max_mb"] * (1 << 20)),
+    )
