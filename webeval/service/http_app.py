@@ -138,9 +138,9 @@ def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
     async def seed_session(body: SeedSessionRequest, response: Response) -> dict[str, Any]:
         session, first = await service.seed(body)
         response.set_cookie(COOKIE, signer.cookie(session.id), httponly=True, samesite="strict")
-        goal = session.policy.task.goal if session.policy.task is not None else ""
+        task = session.policy.task or service.source.task(session.request.task_id)  # the page may make it up
         return {**observed(session, first), "rollout_id": session.request.id, "task_id": session.request.task_id,
-                "goal": goal, "tools": tool_schemas()}
+                "goal": task.goal, "tools": tool_schemas()}
 
     def tool_route(tool: str):
         async def call(request: Request) -> dict[str, Any]:
