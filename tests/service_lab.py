@@ -19,6 +19,7 @@ import uvicorn
 from webeval.benchmarks import open_benchmark
 from webeval.service import RolloutService, ServiceSettings, build_app
 from webeval.service.access import COOKIE
+from webeval.service.http_thread import HttpThread
 
 
 def local_tasks():
@@ -52,16 +53,12 @@ async def serving(source, folder: Path, settings: ServiceSettings, run_policy=No
     sock.setblocking(False)
     server = uvicorn.Server(uvicorn.Config(build_app(service, token=token, max_body=max_body), log_config=None,
                                            access_log=False, timeout_graceful_shutdown=5))
-    running = asyncio.ensure_future(server.serve(sockets=[sock]))
+    http = HttpThread(server, sock)  # as `webeval serve` runs it: HTTP on a thread of its own, the engine here
     try:
-        began = time.monotonic()
-        while not server.started:
-            assert not running.done() and time.monotonic() - began < 30, "the service did not start"
-            await asyncio.sleep(0.02)
+        await http.start()
         yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}", service)
     finally:
-        server.should_exit = True
-        await asyncio.wait_for(running, 60)
+        await http.stop()
         await service.close()
         sock.close()
 

@@ -22,6 +22,7 @@ from webeval.actions import tool_schemas
 from webeval.outcomes.redact import redact
 from webeval.service.access import COOKIE, BearerToken, BodyCap, CookieSigner, refuse
 from webeval.service.aggregate_metrics import MetricsError, aggregate
+from webeval.service.http_thread import EngineBridge
 from webeval.service.gym_shapes import (AggregateMetrics, AggregateMetricsRequest, CloseSessionResponse, Health,
                                         Observation, RunRequest, Screenshot, SeedSessionRequest, SeedSessionResponse,
                                         Tab, VerifyRequest, VerifyResponse)
@@ -94,7 +95,10 @@ async def _gone(request: Request) -> None:
 
 def build_app(service: RolloutService, *, token: str | None, max_body: int,
               signer: CookieSigner | None = None) -> FastAPI:
+    """The service's app; built on the engine's loop, which every route that needs the engine is bridged to (the
+    app may be served from another thread's loop: webeval.service.http_thread)."""
     signer = signer or CookieSigner()
+    bridge = EngineBridge(asyncio.get_running_loop())
     app = FastAPI(title="webeval rollout service", docs_url=None, redoc_url=None,
                   default_response_class=RedactedJSON)
     app.add_middleware(SessionShedding, service=service)
@@ -113,8 +117,8 @@ def build_app(service: RolloutService, *, token: str | None, max_body: int,
             raise Forbidden("the session cookie was not made by this service")
         return service.sessions.get(session_id)
 
-    _session_routes(app, service, signer, session_of)
-    _episode_routes(app, service)
+    _session_routes(app, service, bridge, signer, session_of)
+    _episode_routes(app, service, bridge)
     return app
 
 
@@ -132,11 +136,11 @@ def _handlers(app: FastAPI) -> None:
         return _refusal(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
 
-def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
+def _session_routes(app: FastAPI, service: RolloutService, bridge: EngineBridge, signer: CookieSigner,
                     session_of: Callable[[Request], StepSession]) -> None:
     @app.post("/seed_session", response_model=SeedSessionResponse)
     async def seed_session(body: SeedSessionRequest, response: Response) -> dict[str, Any]:
-        session, first = await service.seed(body)
+        session, first = await bridge.call(service.seed(body))
         response.set_cookie(COOKIE, signer.cookie(session.id), httponly=True, samesite="strict")
         task = session.policy.task or service.source.task(session.request.task_id)  # the page may make it up
         return {**observed(session, first), "rollout_id": session.request.id, "task_id": session.request.task_id,
@@ -146,7 +150,7 @@ def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
         async def call(request: Request) -> dict[str, Any]:
             session = session_of(request)
             arguments = (await request.body()).decode("utf-8", errors="replace")
-            session, seen = await service.step(session.id, tool, arguments)
+            session, seen = await bridge.call(service.step(session.id, tool, arguments))
             return observed(session, seen)
 
         return call
@@ -157,14 +161,14 @@ def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
 
     @app.post("/verify", response_model=VerifyResponse)
     async def verify(request: Request, body: VerifyRequest | None = None) -> VerifyResponse:
-        record = await service.verify(session_of(request).id)
+        record = await bridge.call(service.verify(session_of(request).id))
         body = body or VerifyRequest()
         return verify_response(record, body.responses_create_params, body.response)
 
     @app.post("/close_session", response_model=CloseSessionResponse)
     async def close_session(request: Request, response: Response) -> CloseSessionResponse:
         session = session_of(request)
-        record = await service.close_session(session.id)
+        record = await bridge.call(service.close_session(session.id))
         response.delete_cookie(COOKIE)
         return CloseSessionResponse(session_id=session.id, **verify_response(record).model_dump())
 
@@ -179,15 +183,19 @@ def _session_routes(app: FastAPI, service: RolloutService, signer: CookieSigner,
         return Response(png, media_type="image/png")
 
 
-def _episode_routes(app: FastAPI, service: RolloutService) -> None:
+def _episode_routes(app: FastAPI, service: RolloutService, bridge: EngineBridge) -> None:
     @app.post("/run", response_model=VerifyResponse)
     async def run(body: RunRequest, request: Request) -> Any:
+        work = asyncio.ensure_future(bridge.call(service.run(body)))
         gone = asyncio.ensure_future(_gone(request))
         try:
-            answer = await service.run(body, gone)
+            done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
-        return answer if answer is not None else Response(status_code=499)  # no one is left to read it
+        if work in done:
+            return work.result()
+        work.cancel()  # the client went away: its rollout ends (masked interrupted), its slot is freed
+        return Response(status_code=499)  # no one is left to read it
 
     @app.post("/aggregate_metrics", response_model=AggregateMetrics)
     async def aggregate_metrics(body: AggregateMetricsRequest) -> AggregateMetrics:

@@ -96,12 +96,13 @@ class RolloutService:
                 "sessions": self.sessions.open_count(), "in_flight": self.engine.stats.in_flight}
 
     def _waiting(self) -> int:
-        return self._starting + sum(flight.slot is None for flight in self.engine.flights.values())
+        # A snapshot: the HTTP thread asks too (webeval.service.http_thread), while the engine's loop changes them.
+        return self._starting + sum(flight.slot is None for flight in list(self.engine.flights.values()))
 
     def _retry_after(self) -> dict[str, str]:
         stats = self.engine.stats
-        done = sum(stats.outcomes.values())
-        held = sum(self.engine.pool.busy_s.values()) / done if done else 10.0
+        done = sum(list(stats.outcomes.values()))
+        held = sum(list(self.engine.pool.busy_s.values())) / done if done else 10.0
         return {"Retry-After": str(min(60, max(1, math.ceil(held / max(1, len(self.engine.slots))))))}
 
     def session_refusal(self) -> ServiceError | None:
@@ -293,21 +294,23 @@ class RolloutService:
         policy = {"base_url": body.policy_base_url, "model": params.model, "sampling": sampling}
         return self._request(body, body.rollout_id or f"r{secrets.token_hex(8)}", policy)
 
-    async def run(self, body: RunRequest, gone: asyncio.Future) -> VerifyResponse | None:
-        """The whole episode to its verify response; None when the client went away first (its rollout is then
-        masked `interrupted`, or never started)."""
+    async def run(self, body: RunRequest) -> VerifyResponse:
+        """The whole episode to its verify response. Cancelled (its client went away), the rollout ends masked
+        `interrupted`, or never starts if it was still waiting for a slot; past `run_timeout_s` it is cut."""
         request = self._run_request(body)
         if self.run_policy is None:
             raise Conflict("this service was started without a policy for whole episodes: pass --policy")
         self._admit_run()
         rollout = self._start(request, "run")
-        done, _ = await asyncio.wait({rollout, gone}, timeout=self.settings.run_timeout_s,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if rollout not in done:
-            self._cancel(request.id, rollout, INTERRUPTED if gone in done else CUT)
+        try:
+            done, _ = await asyncio.wait({rollout}, timeout=self.settings.run_timeout_s)
+        except asyncio.CancelledError:
+            self._cancel(request.id, rollout, INTERRUPTED)
             await asyncio.wait({rollout}, timeout=VERIFY_S)
-            if gone in done:
-                return None
+            raise
+        if not done:
+            self._cancel(request.id, rollout, CUT)
+            await asyncio.wait({rollout}, timeout=VERIFY_S)
         record = await self._record(rollout, VERIFY_S)
         params = body.responses_create_params
         folder = self.out / record.attempt_path if record.attempt_path else None

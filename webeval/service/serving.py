@@ -14,10 +14,9 @@ import os
 import signal
 import socket
 import sys
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import uvicorn
 
@@ -29,6 +28,7 @@ from webeval.rollouts import EngineStopped
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.service.access import bearer_token
 from webeval.service.http_app import build_app
+from webeval.service.http_thread import HttpThread
 from webeval.service.rollout_service import RolloutService, RunPolicy, ServiceSettings
 
 class ServeError(ValueError):
@@ -56,24 +56,6 @@ def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int
         return choice, ModelPolicies(choice.profile, screen, token_ids=token_ids, history=history)
     factory = choice.factory(screen)
     return choice, lambda request: factory
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, except that a SIGINT or SIGTERM that stopped it is not raised again once it has stopped:
-    the sessions and slots are closed after it (a re-raised SIGTERM would kill the process first, leaving Xvfb and
-    Chromium behind), and the command then exits 0."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
-
 
 def _redacting_logs() -> None:
     """Every log record is redacted as it is made, whoever handles it (uvicorn's access and error logs too)."""
@@ -154,13 +136,26 @@ async def serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings
 
 async def _listen(service: RolloutService, sock: socket.socket, token: str | None, where: Listening,
                   what: str) -> None:
+    """Serve until SIGINT or SIGTERM (or the HTTP thread ends): uvicorn on a thread of its own, the engine here."""
     app = build_app(service, token=token, max_body=where.max_body)
     config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
                             limit_concurrency=4096, backlog=2048)
-    server = _Server(config)
-    host, port = sock.getsockname()[:2]
-    print(f"webeval serve: listening on http://{_host(host)}:{port} ({what}; collection {where.out})", flush=True)
-    await server.serve(sockets=[sock])
+    http = HttpThread(uvicorn.Server(config), sock)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await http.start()
+        host, port = sock.getsockname()[:2]
+        print(f"webeval serve: listening on http://{_host(host)}:{port} ({what}; collection {where.out})", flush=True)
+        while http.running and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await http.stop()
 
 
 def _host(address: str) -> str:

@@ -89,10 +89,10 @@ class SessionTable:
         self._sessions.pop(session_id, None)
 
     def open_count(self) -> int:
-        return sum(not session.rollout.done() for session in self._sessions.values())
+        return sum(not session.rollout.done() for session in list(self._sessions.values()))  # read from any thread
 
     def running(self) -> list[StepSession]:
-        return [session for session in self._sessions.values() if not session.rollout.done()]
+        return [session for session in list(self._sessions.values()) if not session.rollout.done()]
 
     def forget_ended(self, now: float | None = None) -> int:
         """Forget sessions that ended over `retain_s` ago, and the oldest ended ones past MAX_REMEMBERED."""
