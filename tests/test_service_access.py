@@ -43,14 +43,24 @@ def serve_command(*arguments: str, env: dict[str, str] | None = None, timeout: f
     (("--suite", "nowhere"), {}, "benchmark 'nowhere' is unknown: use one of local, miniwob, rubric, tasks"),
     (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: cannot read task file"),
     (("--policy", "openai"), {}, "no base_url and no model (pass --policy-base-url"),
-    (("--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--record"),
-     {}, "--record and --dump-observation are evaluation's"),
+    (("--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model", "m",
+      "--dump-observation"), {}, "--dump-observation is evaluation's"),
+    (("--suite", "miniwob", "--miniwob-seeds", "x"), {}, "--miniwob-seeds"),
+    (("--session-ttl", "0"), {}, "--session-ttl must be positive"),
 ])
 def test_the_command_refuses_to_start_in_one_line(arguments, env, says):
     suite = () if "--suite" in arguments else ("--suite", "local")
     done = serve_command(*suite, "--port", "0", *arguments, env=env)
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert "listening" not in done.stdout
+
+
+def test_an_endpoint_that_cannot_serve_stops_the_start_in_one_line_with_status_3():
+    done = serve_command("--suite", "local", "--port", "0", "--policy", "openai", "--policy-base-url",
+                         "http://127.0.0.1:9/v1", "--policy-model", "stub-model")
+    assert done.returncode == 3, done
+    assert done.stderr.count("\n") == 1 and "the policy endpoint http://127.0.0.1:9/v1" in done.stderr, done.stderr
     assert "listening" not in done.stdout
 
 

@@ -16,8 +16,12 @@ _SCREEN = re.compile(r"^(\d+)x(\d+)$")
 SCREEN_SIDES = (100, 16384)  # pixels; Xvfb refuses larger screens, and a page is unusable on a smaller one
 
 RUN_DIR = Flag("--run-dir", metavar="DIR", help="run directory (default reports/runs/<timestamp>)")
+SLOTS = Flag("--slots", type=int, metavar="N",
+             help="episodes at once in this process, each on a slot of its own: its own Xvfb, Chromium and input "
+                  "(pytest: default 1, and -n starts processes instead; rollouts collect: default 8)")
 RUN_FLAGS = (
     RUN_DIR,
+    SLOTS,
     Flag("--screen", default="1280x720", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
     Flag("--max-steps", type=int, default=30, metavar="N", help="step budget per task (default 30)"),
     Flag("--step-timeout", type=float, default=120.0, metavar="S", help="seconds one step may take (default 120)"),
@@ -42,6 +46,7 @@ class Settings:
     browser_path: str | None
     infra_retries: int = 0
     download_max_bytes: int = DEFAULT_MAX_BYTES
+    slots: int = 1
 
 
 def screen_size(text: str) -> tuple[int, int]:
@@ -54,13 +59,15 @@ def screen_size(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def run_settings(values: Mapping[str, Any], policy: str | None = None) -> Settings:
+def run_settings(values: Mapping[str, Any], policy: str | None = None, default_slots: int = 1) -> Settings:
     """The settings of RUN_FLAGS' values (a missing one has its default); a bad value is an OptionError."""
     values = with_defaults(RUN_FLAGS, values)
     if values["max_steps"] < 1:
         raise OptionError("--max-steps must be at least 1")
     if values["infra_retries"] < 0:
         raise OptionError("--infra-retries must be 0 or more")
+    if values["slots"] is not None and values["slots"] < 1:
+        raise OptionError("--slots must be at least 1")
     for name in ("step_timeout", "task_timeout", "settle_cap", "download_max_mb"):
         if values[name] <= 0:
             raise OptionError(f"--{name.replace('_', '-')} must be positive")
@@ -73,4 +80,5 @@ def run_settings(values: Mapping[str, Any], policy: str | None = None) -> Settin
         browser_path=values["browser_path"],
         infra_retries=values["infra_retries"],
         download_max_bytes=int(values["download_max_mb"] * (1 << 20)),
+        slots=values["slots"] or default_slots,
     )

@@ -9,7 +9,7 @@ import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
 COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate", "export",
-            "split", "decompose", "imports", "serve")
+            "split", "decompose", "imports", "collect_rollouts", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +25,13 @@ class CommandError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A command whose options depend on another of its options (a benchmark's own) parses the rest itself.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not hasattr(args, "extra"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if hasattr(args, "extra"):
+        args.extra = extra
 
     said: set[str] = set()
 

@@ -19,7 +19,9 @@ from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
+from webeval.runtime.pool import SlotPool
 from webeval.plugin.browsers import make_runtime
+from webeval.plugin.concurrent_tasks import SCHEDULER, TaskScheduler
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
@@ -58,6 +60,16 @@ def webeval_judge() -> Judge:
 
 
 @pytest.fixture(scope="session")
+async def webeval_scheduler(pytestconfig: pytest.Config):
+    """With --slots N: the tasks' scheduler, made at the first task (it needs that task's fixtures), closed here."""
+    yield
+    scheduler = pytestconfig.stash.get(SCHEDULER, None)
+    if scheduler is not None:
+        del pytestconfig.stash[SCHEDULER]
+        await scheduler.close()
+
+
+@pytest.fixture(scope="session")
 async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
     """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
     runtime = make_runtime(pytestconfig, webeval_settings)
@@ -93,17 +105,32 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         # Every task would break the same way: stop after this one, with the one thing to do.
         stop_session(item, NO_POLICY)
         raise NotRun("no_policy", NO_POLICY)
-    how = Evaluation(
-        slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
-        policy=config.stash[EPISODE_POLICY],
-        environment=webeval_environment, budgets=webeval_settings.budgets,
-        settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
-        infra_retries=webeval_settings.infra_retries,
-        unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
+    def evaluation(slot) -> Evaluation:
+        return Evaluation(
+            slot=slot, run_dir=webeval_run_dir, judge=webeval_judge, policy=config.stash[EPISODE_POLICY],
+            environment=webeval_environment, budgets=webeval_settings.budgets,
+            settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
+            infra_retries=webeval_settings.infra_retries,
+            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
+
+    if webeval_settings.slots > 1:
+        request.getfixturevalue("webeval_scheduler")
+
+        async def attempt(task: Task) -> Attempt:
+            if SCHEDULER not in config.stash:  # the first task: every selected task is handed to the slots now
+                pool = SlotPool([make_runtime(config, webeval_settings) for _ in range(webeval_settings.slots)])
+                config.stash[SCHEDULER] = TaskScheduler(pool, evaluation)
+                config.stash[SCHEDULER].schedule(request.session.items)
+            return await config.stash[SCHEDULER].attempt(item)
+    else:
+        how = evaluation(request.getfixturevalue("webeval_runtime"))
+
+        async def attempt(task: Task) -> Attempt:
+            return await evaluate(task, how)
 
     async def run(task: Task) -> Verdict:
         try:
-            return _handed(item, await evaluate(task, how))
+            return _handed(item, await attempt(task))
         except NotRun as exc:
             if exc.kind in ("display", "browser"):  # no task can run on this machine: stop with the one thing to do
                 stop_session(item, exc.message)

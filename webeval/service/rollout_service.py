@@ -16,7 +16,7 @@ import asyncio
 import math
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +24,8 @@ from webeval.actions import Observation, TOOL_NAMES
 from webeval.agent.client_policy import ClientPolicy, NotAwaitingCall
 from webeval.agent.evaluate import AnySlot, PolicyFactory
 from webeval.agent.loop import Budgets
+from webeval.run_settings import Settings
+from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.rollouts import (EngineSettings, EngineStopped, RequestError, RolloutEngine, RolloutRecord,
                               RolloutRequest, parse_request)
 from webeval.rollouts.batch import INTERRUPT_GRACE_S
@@ -53,11 +55,26 @@ class ServiceSettings:
     screen: tuple[int, int] = (1280, 720)
     browser_path: str | None = None
     history: str | None = "append-only"  # how the /run policy keeps its prompt (None: no model)
+    budgets: Budgets = field(default_factory=Budgets)
+    settle_cap_s: float = 3.0
+    infra_retries: int = 0
+    download_max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def of(cls, runtime: Settings, **fields: Any) -> "ServiceSettings":
+        """The service's settings over the run options' (webeval.run_settings: slots, screen, budgets, ...)."""
+        return cls(slots=runtime.slots, screen=runtime.screen, browser_path=runtime.browser_path,
+                   budgets=runtime.budgets, settle_cap_s=runtime.settle_cap_s, infra_retries=runtime.infra_retries,
+                   download_max_bytes=runtime.download_max_bytes, **fields)
 
     def engine(self) -> EngineSettings:
-        step = max(Budgets().step_timeout_s, self.session_ttl_s + STEP_MARGIN_S)
+        """The engine's settings; a step's bound is raised past the session's time to live, so that a silent
+        client's session expires (masked session_expired) before the step times out."""
+        step = max(self.budgets.step_timeout_s, self.session_ttl_s + STEP_MARGIN_S)
         return EngineSettings(slots=self.slots, screen=self.screen, browser_path=self.browser_path,
-                              budgets=Budgets(step_timeout_s=step), history=self.history)
+                              budgets=replace(self.budgets, step_timeout_s=step), settle_cap_s=self.settle_cap_s,
+                              infra_retries=self.infra_retries, download_max_bytes=self.download_max_bytes,
+                              history=self.history)
 
 
 class RolloutService:

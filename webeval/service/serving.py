@@ -22,8 +22,10 @@ import uvicorn
 
 from webeval.benchmarks import benchmark_setup, open_setup
 from webeval.flags import OptionError
+from webeval.models import PreflightError
 from webeval.outcomes.redact import redact
 from webeval.policy.choice import PolicyChoice
+from webeval.policy.openai import check_policy_endpoint
 from webeval.rollouts import EngineStopped
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.service.access import bearer_token
@@ -33,6 +35,11 @@ from webeval.service.rollout_service import RolloutService, RunPolicy, ServiceSe
 
 class ServeError(ValueError):
     """The service cannot start as asked; one line."""
+
+
+class EndpointDown(ServeError):
+    """The policy's endpoint cannot serve (unreachable, refusing the key, not serving the model): every /run would
+    be masked, so the service does not start."""
 
 
 def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int, int], *, token_ids: bool,
@@ -49,11 +56,12 @@ def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int
         raise ServeError(str(exc)) from None
     if choice.name is None:
         return choice, None
-    if choice.record or choice.dump:
-        raise ServeError("--record and --dump-observation are evaluation's: the service keeps every rollout's "
-                         "trajectory and token ids in its collection folder")
+    if choice.dump:
+        raise ServeError("--dump-observation is evaluation's: the service keeps every rollout's screenshots and "
+                         "trajectory in its collection folder")
     if choice.name == "openai":
-        return choice, ModelPolicies(choice.profile, screen, token_ids=token_ids, history=history)
+        return choice, ModelPolicies(choice.profile, screen, token_ids=token_ids, history=history,
+                                     record=choice.record)
     factory = choice.factory(screen)
     return choice, lambda request: factory
 
@@ -104,22 +112,21 @@ class Listening:
     max_body: int
 
 
-async def serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings, where: Listening, *,
-                token_ids: bool = True) -> None:
+async def serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
+                settings: ServiceSettings, where: Listening, *, token_ids: bool = True) -> None:
     """The benchmark opened, the engine started, the service on uvicorn until a signal ends it."""
     token = bearer_token(where.host, where.token_env, os.environ)  # AccessError: refused before anything starts
-    try:
-        setup = benchmark_setup(suite, values)
-        choice, policy = run_policy(values, setup.default_policy, settings.screen, token_ids=token_ids,
-                                    history=settings.history or "append-only")
-    except OptionError as exc:
-        raise ServeError(str(exc)) from None
+    setup = benchmark_setup(suite, suite_values)  # OptionError: a bad suite or suite option
+    choice, policy = run_policy(policy_values, setup.default_policy, settings.screen, token_ids=token_ids,
+                                history=settings.history or "append-only")
     if choice.name != "openai":
         settings = replace(settings, history=None)  # no model keeps a prompt
+    else:
+        await _preflight(choice)
     sock = _socket(where.host, where.port)
     _redacting_logs()
     try:
-        async with open_setup(suite, setup, {**values, "policy": choice.name}) as benchmark:
+        async with open_setup(suite, setup, {**suite_values, "policy": choice.name}) as benchmark:
             service = RolloutService(benchmark, where.out, replace(settings, suite=suite), policy)
             try:
                 await service.start()
@@ -132,6 +139,14 @@ async def serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings
                 await service.close()
     finally:
         sock.close()
+
+
+async def _preflight(choice: PolicyChoice) -> None:
+    """An endpoint that cannot serve would mask every /run: said once, before the service starts."""
+    try:
+        await asyncio.to_thread(check_policy_endpoint, choice.profile, os.environ)
+    except PreflightError as exc:
+        raise EndpointDown(str(exc)) from None
 
 
 async def _listen(service: RolloutService, sock: socket.socket, token: str | None, where: Listening,
@@ -162,6 +177,6 @@ def _host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
-def run_serve(suite: str, values: Mapping[str, Any], settings: ServiceSettings, where: Listening,
-              token_ids: bool = True) -> None:
-    asyncio.run(serve(suite, values, settings, where, token_ids=token_ids))
+def run_serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
+              settings: ServiceSettings, where: Listening, token_ids: bool = True) -> None:
+    asyncio.run(serve(suite, suite_values, policy_values, settings, where, token_ids=token_ids))
