@@ -8,8 +8,9 @@ burst of step sessions against four slots.
   neither), twice each by default; the figure is the ratio of their total throughputs.
 - service_seed_burst_errors (<= 0): 200 `POST /seed_session` at once on 4 slots: the answers other than 200 and 429
   (and requests that failed outright).
-- service_health_p99_ms (<= 50): the 99th percentile of `GET /health`, probed every 10 ms by another process while
-  the burst lands and the admitted sessions open their pages.
+- service_health_p99_ms (<= 50): the 99th percentile of `GET /health`, probed every 10 ms by another process, over
+  the probes sent while the burst lands and the admitted sessions open their pages; the same before the burst (the
+  machine's own noise) is in the details.
 
     .venv/bin/python -m bench.service [--tasks N] [--group N] [--rounds N] [--json]
 """
@@ -41,6 +42,7 @@ SLOTS = 4
 REPLY_S = 0.3  # the scripted endpoint's latency per reply
 BURST = 200
 PROBE_EVERY_S = 0.01
+QUIET_S = 3.0
 
 
 def started(command: list[str], prefix: str, log: Path) -> tuple[subprocess.Popen, str]:
@@ -120,19 +122,28 @@ def throughput(requests: list[RolloutRequest], base_url: str, rounds: int, scrat
 
 
 def probe_health(url: str, seconds: float, results) -> None:
-    """In its own process: GET /health every PROBE_EVERY_S for `seconds`; each latency in seconds (None: failed)."""
-    latencies = []
+    """In its own process: GET /health every PROBE_EVERY_S for `seconds`; (wall-clock time sent, latency in seconds
+    or None for a failure) of each."""
+    probes = []
     with httpx.Client(base_url=url, timeout=10) as client:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            began = time.perf_counter()
+            sent, began = time.time(), time.perf_counter()
             try:
                 ok = client.get("/health").status_code == 200
             except httpx.HTTPError:
                 ok = False
-            latencies.append(time.perf_counter() - began if ok else None)
+            probes.append((sent, time.perf_counter() - began if ok else None))
             time.sleep(PROBE_EVERY_S)
-    results.put(latencies)
+    results.put(probes)
+
+
+def p99_ms(latencies: list[float | None]) -> float | None:
+    """The 99th percentile in ms; None when there is none, or when a probe failed (a failure is no latency)."""
+    if not latencies or any(latency is None for latency in latencies):
+        return None
+    ordered = sorted(latencies)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
 
 
 async def burst(url: str) -> dict:
@@ -153,24 +164,28 @@ async def burst(url: str) -> dict:
 
 
 def seed_burst(scratch: Path) -> dict:
+    """The burst while another process probes /health: QUIET_S before it (the machine's own noise), then through
+    the burst and the admitted sessions opening their pages. The figure is over the probes sent during the burst."""
     server, url = serve(scratch / "burst")
     try:
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
-        prober = context.Process(target=probe_health, args=(url, 10.0, results))
+        prober = context.Process(target=probe_health, args=(url, QUIET_S + 7.0, results))
         prober.start()
-        time.sleep(1.0)  # the prober's own start-up is not the service's latency
+        time.sleep(QUIET_S + 1.0)  # the prober's own start-up, then the quiet probes
+        began = time.time()
         landed = asyncio.run(burst(url))
-        latencies = results.get(timeout=60)
+        ended = began + landed["wall_s"]
+        probes = results.get(timeout=60)
         prober.join(timeout=30)
     finally:
         stop(server)
-    failed = sum(latency is None for latency in latencies)
-    ok = sorted(latency for latency in latencies if latency is not None)
-    p99 = ok[min(len(ok) - 1, int(len(ok) * 0.99))] if ok else None
-    return {**landed, "probes": len(latencies), "probe_failures": failed,
-            "health_p99_ms": round(p99 * 1000, 1) if p99 is not None and not failed else None,
-            "health_median_ms": round(statistics.median(ok) * 1000, 1) if ok else None}
+    during = [latency for sent, latency in probes if began <= sent <= ended]
+    quiet = [latency for sent, latency in probes if sent < began]
+    return {**landed, "probes_during": len(during), "probe_failures": sum(l is None for _, l in probes),
+            "health_p99_ms": p99_ms(during), "health_quiet_p99_ms": p99_ms(quiet),
+            "health_median_ms": round(statistics.median(l for l in during if l is not None) * 1000, 1)
+            if any(l is not None for l in during) else None}
 
 
 def measure(tasks: int, group: int, rounds: int) -> list[Figure]:
@@ -191,7 +206,8 @@ def measure(tasks: int, group: int, rounds: int) -> list[Figure]:
     details = {"runs": runs, "requests": len(requests), "tasks": len(task_ids), "group": group, "slots": SLOTS,
                "reply_s": REPLY_S, "complete": complete, "load_before": load, "load_after": loadavg()}
     ratio = round(total["service"] / total["inprocess"], 3) if complete else None
-    burst_details = {**landed, "slots": SLOTS, "burst": BURST, "probe_every_ms": PROBE_EVERY_S * 1000}
+    burst_details = {**landed, "slots": SLOTS, "burst": BURST, "probe_every_ms": PROBE_EVERY_S * 1000,
+                     "load_before": load, "load_after": loadavg()}
     return [
         Figure("service_over_inprocess", ratio, 0.9, "x", ">=", details),
         Figure("service_seed_burst_errors", landed["errors"], 0, "errors", "<=", burst_details),
