@@ -136,3 +136,6 @@ def test_the_suites_own_options_are_listed_with_its_help():
     done = webeval("rollouts", "collect", "--suite", "webvoyager", "--help")
     assert done.returncode == 0 and "--population" in done.stdout and "--judge-model" in done.stdout
     assert os.linesep.join(done.stdout.splitlines()[:1]).startswith("usage: webeval rollouts collect")
+    # the run's options but those only a pytest session reads: its run directory, and a cost limit (rollouts are
+    # not priced)
+    assert "--max-steps" in done.stdout and "--run-dir" not in done.stdout and "--cost-limit" not in done.stdout

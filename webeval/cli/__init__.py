@@ -7,9 +7,12 @@ import importlib
 import sys
 import warnings
 
-# Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate", "export",
-            "split", "decompose", "imports", "collect_rollouts", "serve")
+# Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int` (the module's
+# name says what it does; `paired_gate` registers `webeval gate`, `profile_check` `webeval profile`,
+# `collect_rollouts` `webeval rollouts collect`).
+COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile_check",
+            "judge_agreement", "calibrate", "export", "split", "decompose", "imports", "collect_rollouts",
+            "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from typing import Any
 from webeval.cli import CommandError
 from webeval.flags import Flag, OptionError, add_arguments, values_of
 from webeval.policy.choice import POLICY_FLAGS, PolicyChoice
-from webeval.run_settings import RUN_DIR, RUN_FLAGS, Settings, run_settings
+from webeval.run_settings import RUN_FLAGS, SESSION_ONLY_FLAGS, Settings, run_settings
 
 STOP_EXIT_CODE = 3  # the policy endpoint (or the slots) cannot serve: nothing more can run
 INCOMPLETE_EXIT_CODE = 12  # some rollouts were not run: the same command finishes them
@@ -42,7 +42,7 @@ OWN_FLAGS = (
     Flag("--grace", type=float, default=30.0, metavar="S", help="see --completion-threshold (default 30)"),
     Flag("--judge-concurrency", type=int, default=8, metavar="N", help="verdicts awaited at once (default 8)"),
 )
-COMMON_FLAGS = (*OWN_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag is not RUN_DIR))
+COMMON_FLAGS = (*OWN_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag not in SESSION_ONLY_FLAGS))
 
 
 def add_parser(subparsers) -> None:

@@ -25,7 +25,7 @@ from webeval.plugin.concurrent_tasks import SCHEDULER, TaskScheduler
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
-from webeval.plugin.policies import EPISODE_POLICY, stop_session
+from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -111,7 +111,8 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
             environment=webeval_environment, budgets=webeval_settings.budgets,
             settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
             infra_retries=webeval_settings.infra_retries,
-            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
+            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""),
+            policy_prices=chosen(config).prices)
 
     if webeval_settings.slots > 1:
         request.getfixturevalue("webeval_scheduler")

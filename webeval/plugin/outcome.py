@@ -29,6 +29,7 @@ from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, SESSION_ID, TASK
 
 OUTCOME_PROPERTY = "webeval_outcome"  # (name, value) in a report's user_properties: read on the xdist controller
 KIND_PROPERTY = "webeval_kind"
+COST_PROPERTY = "webeval_cost_usd"  # what the test's attempts cost (priced tokens), for --cost-limit's sum
 _CRASH = re.compile(r"worker '([^']+)' crashed while running")
 
 
@@ -108,7 +109,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         attempt = item.stash.get(ATTEMPT, None)
         if not (attempt is not None and attempt.recorded and attempt.record is record):
             item.config.stash[RUN_DIR].append(record)
-        report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind)]
+        report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind),
+                                   (COST_PROPERTY, attempt.spent_usd if attempt is not None else 0.0)]
     return report
 
 

@@ -82,7 +82,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
         return
-    gate_options.apply(session, summary)
+    gate_options.apply(session, summary, run_dir.path)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

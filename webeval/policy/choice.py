@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from webeval.flags import Flag, OptionError, with_defaults
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.record import NotRun
 from webeval.policy.base import Policy
 from webeval.policy.openai import (
@@ -118,6 +119,11 @@ class PolicyChoice:
     def model(self) -> str | None:
         """The model the policy calls, as its profile resolved it."""
         return self.profile.model if self.profile is not None else None
+
+    @property
+    def prices(self) -> Prices | None:
+        """The price table of the model profile: what the policy's tokens cost (none: not priced)."""
+        return self.profile.prices if self.profile is not None else None
 
     def recipe(self) -> dict[str, str]:
         """The serving recipe of the model profile (none: empty), for the run's environment."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webeval.report.categories import CATEGORIES
+from webeval.report.compared import COMPARISON_CATEGORIES
 
 ALLURE_ENV = "WEBEVAL_ALLURE"
 LOCAL_INSTALL = Path(".tools/allure/node_modules/.bin/allure")  # where `make setup` installs it
@@ -85,7 +86,8 @@ def _config(name: str, output: Path, history: Path | None) -> dict:
             "single": {"import": "@allurereport/plugin-awesome", "options": {"reportName": name, "singleFile": True}},
             "agent": {"enabled": False},  # Allure's output for coding agents: nothing a reviewer opens
         },
-        "categories": {"rules": [{k: v for k, v in c.items() if k != "description"} for c in CATEGORIES]},
+        "categories": {"rules": [{k: v for k, v in c.items() if k != "description"}
+                                 for c in [*COMPARISON_CATEGORIES, *CATEGORIES]]},
     }
     if history is not None:
         config["historyPath"] = str(history)
