@@ -5,7 +5,7 @@ burst of step sessions against four slots.
   own process), each request a `POST /run` and all of them sent at once, over rollouts per second of the engine in
   this process on the same requests (the offline suite's answer tasks x a group, 4 slots, the scripted policy
   endpoint in its own process with a fixed latency per reply). The modes alternate A B B A (a drifting load favours
-  neither), twice each by default; the figure is the ratio of their total throughputs.
+  neither), four times each by default; the figure is the ratio of their total throughputs.
 - service_seed_burst_errors (<= 0): 200 `POST /seed_session` at once on 4 slots: the answers other than 200 and 429
   (and requests that failed outright).
 - service_health_p99_ms (<= 50): the 99th percentile of `GET /health`, probed every 10 ms by another process, over
@@ -218,7 +218,7 @@ def measure(tasks: int, group: int, rounds: int) -> list[Figure]:
 def options(parser) -> None:
     parser.add_argument("--tasks", type=int, default=12, help="answer tasks of the offline suite (default 12)")
     parser.add_argument("--group", type=int, default=2, help="rollouts per task (default 2)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each mode, alternating (default 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of each mode, alternating (default 4)")
 
 
 if __name__ == "__main__":
