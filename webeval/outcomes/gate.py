@@ -21,6 +21,7 @@ GATE_PASSED = 0
 GATE_SCORE = 10  # below --gate-min-score, or below the baseline by more than the tolerance
 GATE_INCOMPLETE = 11  # the run has holes and --allow-incomplete was not given
 SELECTED_INCOMPLETE = 12  # a task this session ran did not complete (masked or not run), without --allow-incomplete
+RUN_DUPLICATES = 13  # the run holds two valid results of one task from two sessions: its score is not one run's
 
 
 GATE_ALPHA = Flag("--gate-alpha", type=float, default=0.05, metavar="A",
@@ -109,6 +110,13 @@ def selected_incomplete(unfinished: dict[str, int], selected: int) -> str:
     what = ", ".join(f"{key}={count}" for key, count in sorted(unfinished.items()))
     return (f"webeval: exit {SELECTED_INCOMPLETE}: {sum(unfinished.values())} of {selected} selected tasks did not "
             f"complete ({what}); run them again with --resume DIR, or pass --allow-incomplete")
+
+
+def duplicates_line(duplicates: list[str]) -> str:
+    """The last line of a session whose run ends with duplicates (it exits 13)."""
+    shown = ", ".join(duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
+    return (f"webeval: exit {RUN_DUPLICATES}: the run holds {len(duplicates)} duplicate{'s' * (len(duplicates) != 1)} "
+            f"(tasks with valid results from two sessions: {shown}); its score is not one run's: see summary.md")
 
 
 def incomplete_line(n: int, passed: int, failed: int) -> str:

@@ -11,6 +11,9 @@ from typing import Any
 
 from filelock import FileLock
 
+from webeval.outcomes.conditions import (
+    CONDITIONS, Conditions, ConditionsDiffer, Differences, differences, document, read_document, refusal,
+)
 from webeval.outcomes.record import AttemptRecord
 from webeval.tasks import Population
 
@@ -117,6 +120,42 @@ class RunDir:
         aside = self.path / f".{CONVENTIONS}.{os.getpid()}"
         aside.write_text(json.dumps(merged, indent=2), encoding="utf-8")
         os.replace(aside, self.path / CONVENTIONS)
+
+    def _conditions_file(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / CONDITIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def conditions(self) -> tuple[Conditions, dict[str, Differences]]:
+        """The conditions of the run's first session, and what each later session (allowed to mix) had otherwise."""
+        return read_document(self._conditions_file())
+
+    def record_conditions(self, session: str, conditions: Conditions, allow_mixed: bool = False) -> Differences:
+        """The first session's conditions are written once; a later session's are compared with them. A difference
+        is ConditionsDiffer (one line), unless mixing is allowed: then it is kept under the session's id. Every
+        worker of a session may call this: the result is the same."""
+        with self._lock:
+            data = self._conditions_file()
+            first, mixed = read_document(data)
+            if not first:
+                self._write_replacing(CONDITIONS, document(conditions, session, {}))
+                return {}
+            if data.get("first_session") == session:
+                return {}
+            found = differences(first, conditions)
+            if found and not allow_mixed:
+                raise ConditionsDiffer(refusal(str(self.path), found))
+            if found and mixed.get(session) != found:
+                self._write_replacing(CONDITIONS, document(first, data.get("first_session", ""),
+                                                           {**mixed, session: found}))
+            return found
+
+    def _write_replacing(self, name: str, value: dict[str, Any]) -> None:
+        aside = self.path / f".{name}.{os.getpid()}"
+        aside.write_text(json.dumps(value, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(aside, self.path / name)
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -11,6 +11,7 @@ import faulthandler
 from typing import Awaitable, Callable, Iterator
 
 import pytest
+import pytest_asyncio
 
 from webeval.agent.environment import Environment
 from webeval.agent.evaluate import Attempt, Evaluation, evaluate, rejudge
@@ -23,7 +24,7 @@ from webeval.runtime.pool import SlotPool
 from webeval.plugin.browsers import make_runtime
 from webeval.plugin.concurrent_tasks import SCHEDULER, TaskScheduler
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
-from webeval.plugin.rejudge_selection import FINAL
+from webeval.plugin.rejudge_selection import FINAL, unparseable
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
 from webeval.tasks import Task
@@ -59,7 +60,7 @@ def webeval_judge() -> Judge:
     return no_judge
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_scheduler(pytestconfig: pytest.Config):
     """With --slots N: the tasks' scheduler, made at the first task (it needs that task's fixtures), closed here."""
     yield
@@ -69,7 +70,7 @@ async def webeval_scheduler(pytestconfig: pytest.Config):
         await scheduler.close()
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
     """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
     runtime = make_runtime(pytestconfig, webeval_settings)
@@ -97,7 +98,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         async def run_again(task: Task) -> Verdict:
             record = config.stash[FINAL][task.id]  # collection kept only tasks that have one
             return _handed(item, await rejudge(task, record, webeval_run_dir, webeval_judge,
-                                               config.option.judge_unparseable))
+                                               unparseable(config)))
 
         yield run_again
         return
@@ -111,7 +112,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
             environment=webeval_environment, budgets=webeval_settings.budgets,
             settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
             infra_retries=webeval_settings.infra_retries,
-            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""),
+            unparseable=unparseable(config), session_id=config.stash.get(SESSION_ID, ""),
             policy_prices=chosen(config).prices)
 
     if webeval_settings.slots > 1:

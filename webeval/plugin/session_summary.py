@@ -7,14 +7,16 @@ from collections import Counter
 
 import pytest
 
-from webeval.outcomes.gate import SELECTED_INCOMPLETE, selected_incomplete
+from webeval.outcomes.gate import RUN_DUPLICATES, SELECTED_INCOMPLETE, duplicates_line, selected_incomplete
 from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
 from webeval.plugin import gate_options
 from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
+from webeval.plugin.run_writer import writer_lease
 
 SUMMARY = pytest.StashKey[Summary]()
 EXIT_LINE = pytest.StashKey[str]()
+LAST_LINE = pytest.StashKey[str]()  # said after pytest's own closing line: the session's very last word
 
 
 class SelectedTasks:
@@ -72,10 +74,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run_dir = finished_run_dir(config)
     if run_dir is None:
         return
-    run_dir.set_conventions({"judge_unparseable": config.option.judge_unparseable})
     config.stash[SUMMARY] = summary = write_summary(run_dir)
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
+    if summary.duplicates:
+        config.stash[LAST_LINE] = duplicates_line(summary.duplicates)
+        session.exitstatus = RUN_DUPLICATES
+        return
     selected, task_ids = config.stash[SELECTED], frozenset(run_dir.population().ids)
     unfinished = selected.unfinished(task_ids)
     if unfinished and not config.option.allow_incomplete:
@@ -94,7 +99,17 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in summary_lines(summary):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
+    lease = writer_lease(config)
+    if lease is not None and lease.describe_takeover():
+        terminalreporter.write_line(f"  writer: {lease.describe_takeover()}")
     for key in (gate_options.VERDICT_LINE, EXIT_LINE):
         line = config.stash.get(key, None)
         if line:
             terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    line = config.stash.get(LAST_LINE, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line, red=True, bold=True)
