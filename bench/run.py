@@ -25,7 +25,8 @@ RESULTS = ROOT / "bench" / "results.json"
 # module -> seconds it may take (the whole run must stay under 10 minutes on this machine, whole_run aside: it runs the
 # whole local suite at -n 1, 6-8 minutes by itself)
 MODULES = {"reconcile": 60, "taskset": 240, "rejudge": 120, "infra_latency": 120, "step": 150, "startup": 90,
-           "scaling": 400, "whole_run": 1400, "whole_run_slots": 1400, "rollouts": 2400, "browsergym": 360}
+           "scaling": 400, "whole_run": 1400, "whole_run_slots": 1400, "rollouts": 2400, "browsergym": 360,
+           "service": 600}
 # Run only when named (`make soak` is `--only soak`): five whole runs of the suite at -n 8.
 ON_REQUEST = {"soak": 3600}
 ORDER = ["reconcile_100k_s", "taskset_index_300k_s", "taskset_peak_rss_mb", "rejudge_per_s", "infra_detect_s",
@@ -33,7 +34,8 @@ ORDER = ["reconcile_100k_s", "taskset_index_300k_s", "taskset_peak_rss_mb", "rej
          "scaling_8_over_1", "parallel_start_8_s", "worker_pss_gb", "whole_run_8_over_1", "tail_idle_fraction",
          "whole_run_slots_8_over_1", "rollouts_async_over_sync", "rollouts_async_over_sequential",
          "rollout_slot_idle_fraction", "rollout_pss_gb_per_slot",
-         "miniwob_step_vs_browsergym", "miniwob_reset_vs_browsergym"]
+         "miniwob_step_vs_browsergym", "miniwob_reset_vs_browsergym", "service_over_inprocess",
+         "service_seed_burst_errors", "service_health_p99_ms"]
 
 
 def run_module(name: str, timeout_s: float) -> tuple[list[dict], str]:

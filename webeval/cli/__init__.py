@@ -13,7 +13,7 @@ import warnings
 # `new_suite` `webeval new-suite`).
 COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile_check",
             "judge_agreement", "calibrate", "export", "split", "decompose", "imports", "collect_rollouts",
-            "tasksets", "new_suite")
+            "tasksets", "new_suite", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

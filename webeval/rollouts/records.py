@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from webeval.agent.client_policy import SESSION_EXPIRED
 from webeval.outcomes.record import AttemptRecord, FailureClass, Outcome
 
 # Kinds of mask the engine adds to those of an attempt record (infra_error[<kind>], judge_failed[<kind>], ...).
@@ -20,7 +21,9 @@ CUT = "cut"  # a straggler cancelled once the batch reached its completion thres
 INTERRUPTED = "interrupted"  # the collection was stopped (Ctrl-C, SIGTERM) with the rollout in flight
 HARNESS_ERROR = "harness_error"  # a bug of the harness: never a reward, always reported
 NODE_LOST = "node_lost"  # the node (or actor) running it died
-SESSION_EXPIRED = "session_expired"  # a session of the step service not stepped within its time to live
+# SESSION_EXPIRED: a session of the step service not stepped within its time to live (its policy raises it as an
+# infra kind; the rollout reports it under its own name)
+OWN_NAMED = frozenset({SESSION_EXPIRED})
 TRUNCATING = (FailureClass.step_budget, FailureClass.time_budget)
 
 
@@ -86,7 +89,8 @@ def scored(record: AttemptRecord) -> dict[str, Any]:
         return {"reward": reward_of(record.verdict, passed), "mask_sample": False,
                 "failure_kind": None if passed else (failure.value if failure else "failed"),
                 "failure_reason": "" if passed else record.reason, "truncated": failure in TRUNCATING}
-    return masked(record.masked_key, record.reason)
+    kind = record.kind if record.outcome is Outcome.infra_error and record.kind in OWN_NAMED else record.masked_key
+    return masked(kind, record.reason)
 
 
 def masked(kind: str, reason: str) -> dict[str, Any]:

@@ -1,0 +1,182 @@
+"""`webeval serve`: one suite's rollout service on uvicorn, until it is interrupted.
+
+The slots start before the socket takes requests; then one line on stdout says where the service listens
+(`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT and SIGTERM end it
+(exit 0): the sessions still running are masked `interrupted`, the slots closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import uvicorn
+
+from webeval.benchmarks import benchmark_setup, open_setup
+from webeval.flags import OptionError
+from webeval.models import PreflightError
+from webeval.outcomes.redact import redact
+from webeval.policy.choice import PolicyChoice
+from webeval.policy.openai import check_policy_endpoint
+from webeval.rollouts import EngineStopped
+from webeval.rollouts.model_policies import ModelPolicies
+from webeval.service.access import bearer_token
+from webeval.service.http_app import build_app
+from webeval.service.http_thread import HttpThread
+from webeval.service.rollout_service import RolloutService, RunPolicy, ServiceSettings
+
+class ServeError(ValueError):
+    """The service cannot start as asked; one line."""
+
+
+class EndpointDown(ServeError):
+    """The policy's endpoint cannot serve (unreachable, refusing the key, not serving the model): every /run would
+    be masked, so the service does not start."""
+
+
+def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int, int], *, token_ids: bool,
+               history: str) -> tuple[PolicyChoice, RunPolicy | None]:
+    """Who acts in whole episodes (/run): the policy options' choice (the benchmark's default policy when none is
+    given), and what makes each rollout's policy: a model endpoint through the engine's model policies (token ids,
+    the request's sampling and seed), the oracle, or recorded replies; None when there is no policy at all."""
+    chosen = dict(values)
+    if chosen.get("policy") is None:
+        chosen["policy"] = default
+    try:
+        choice = PolicyChoice.from_values(chosen)
+    except OptionError as exc:
+        raise ServeError(str(exc)) from None
+    if choice.name is None:
+        return choice, None
+    if choice.dump:
+        raise ServeError("--dump-observation is evaluation's: the service keeps every rollout's screenshots and "
+                         "trajectory in its collection folder")
+    if choice.name == "openai":
+        return choice, ModelPolicies(choice.profile, screen, token_ids=token_ids, history=history,
+                                     record=choice.record)
+    factory = choice.factory(screen)
+    return choice, lambda request: factory
+
+def _redacting_logs() -> None:
+    """Every log record is redacted as it is made, whoever handles it (uvicorn's access and error logs too)."""
+    made = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = made(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format is the logging module's to report
+            return record
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return record
+
+    logging.setLogRecordFactory(factory)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # The protocol named: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without it a response
+    # written as headers then body waits out the client's delayed ACK (40 ms) on every request.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+@dataclass(frozen=True)
+class Listening:
+    host: str
+    port: int
+    out: Path
+    token_env: str | None
+    max_body: int
+
+
+async def serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
+                settings: ServiceSettings, where: Listening, *, token_ids: bool = True) -> None:
+    """The benchmark opened, the engine started, the service on uvicorn until a signal ends it."""
+    token = bearer_token(where.host, where.token_env, os.environ)  # AccessError: refused before anything starts
+    setup = benchmark_setup(suite, suite_values)  # OptionError: a bad suite or suite option
+    choice, policy = run_policy(policy_values, setup.default_policy, settings.screen, token_ids=token_ids,
+                                history=settings.history or "append-only")
+    if choice.name != "openai":
+        settings = replace(settings, history=None)  # no model keeps a prompt
+    else:
+        await _preflight(choice)
+    sock = _socket(where.host, where.port)
+    _redacting_logs()
+    try:
+        async with open_setup(suite, setup, {**suite_values, "policy": choice.name}) as benchmark:
+            service = RolloutService(benchmark, where.out, replace(settings, suite=suite), policy)
+            try:
+                await service.start()
+            except EngineStopped as exc:
+                raise ServeError(str(exc)) from None
+            try:
+                await _listen(service, sock, token, where, f"suite {suite}, {settings.slots} slots, /run policy "
+                                                           f"{choice.name or 'none'}")
+            finally:
+                await service.close()
+    finally:
+        sock.close()
+
+
+async def _preflight(choice: PolicyChoice) -> None:
+    """An endpoint that cannot serve would mask every /run: said once, before the service starts."""
+    try:
+        await asyncio.to_thread(check_policy_endpoint, choice.profile, os.environ)
+    except PreflightError as exc:
+        raise EndpointDown(str(exc)) from None
+
+
+async def _listen(service: RolloutService, sock: socket.socket, token: str | None, where: Listening,
+                  what: str) -> None:
+    """Serve until SIGINT or SIGTERM (or the HTTP thread ends): uvicorn on a thread of its own, the engine here."""
+    app = build_app(service, token=token, max_body=where.max_body)
+    config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
+                            limit_concurrency=4096, backlog=2048)
+    http = HttpThread(uvicorn.Server(config), sock)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await http.start()
+        host, port = sock.getsockname()[:2]
+        print(f"webeval serve: listening on http://{_host(host)}:{port} ({what}; collection {where.out})", flush=True)
+        while http.running and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await http.stop()
+
+
+def _host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def run_serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
+              settings: ServiceSettings, where: Listening, token_ids: bool = True) -> None:
+    asyncio.run(serve(suite, suite_values, policy_values, settings, where, token_ids=token_ids))
