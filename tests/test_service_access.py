@@ -41,7 +41,7 @@ def serve_command(*arguments: str, env: dict[str, str] | None = None, timeout: f
     (("--host", "10.1.2.3", "--token-env", "WEBEVAL_TEST_UNSET"), {}, "$WEBEVAL_TEST_UNSET is not set"),
     (("--host", "0.0.0.0", "--token-env", "WEBEVAL_TEST_SHORT"), {"WEBEVAL_TEST_SHORT": "abc"}, "is too short"),
     (("--suite", "nowhere"), {}, "benchmark 'nowhere' is unknown: use one of local, miniwob, rubric, tasks"),
-    (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: cannot read task file"),
+    (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: no such task file or folder"),
     (("--policy", "openai"), {}, "no base_url and no model (pass --policy-base-url"),
     (("--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model", "m",
       "--dump-observation"), {}, "--dump-observation is evaluation's"),
