@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 from filelock import FileLock
 
 from webeval.outcomes.record import AttemptRecord
+from webeval.outcomes.whole_lines import append_line, replace_file
 from webeval.tasks import Population
 
 RESULTS = "results.jsonl"
@@ -56,9 +56,7 @@ class RunDir:
         target = self.path / name
         if not target.exists():
             # Every worker may get here at once: write aside, then rename, so no reader sees half a file.
-            aside = target.with_name(f".{name}.{os.getpid()}")
-            aside.write_text(text, encoding="utf-8")
-            os.replace(aside, target)
+            replace_file(target, text)
 
     def check(self, population: Population) -> "RunDir":
         """PopulationMismatch when the directory already holds another population; nothing is written."""
@@ -88,19 +86,14 @@ class RunDir:
                 attempt += 1
 
     def append(self, record: AttemptRecord) -> None:
+        """The record as one whole line of results.jsonl, or (OSError: a full disk) nothing at all."""
         if record.task_id in self.reruns:
             record = record.model_copy(update={"extra": {**record.extra, "rerun": True}})
         if not record.finished_at:
             record = record.model_copy(update={"finished_at": datetime.now(timezone.utc).isoformat()})
-        line = record.model_dump_json() + "\n"
+        line = (record.model_dump_json() + "\n").encode("utf-8")
         with self._lock:
-            with open(self.path / RESULTS, "a", encoding="utf-8") as out:
-                # A killed writer can leave a torn last line; start ours on a fresh one.
-                if out.tell() and not _ends_with_newline(self.path / RESULTS):
-                    out.write("\n")
-                out.write(line)
-                out.flush()
-                os.fsync(out.fileno())
+            append_line(self.path / RESULTS, line)
 
     def records(self) -> list[AttemptRecord]:
         return read_records(self.path / RESULTS)
@@ -114,15 +107,8 @@ class RunDir:
 
     def set_conventions(self, conventions: dict[str, str]) -> None:
         merged = {**self.conventions(), **conventions}
-        aside = self.path / f".{CONVENTIONS}.{os.getpid()}"
-        aside.write_text(json.dumps(merged, indent=2), encoding="utf-8")
-        os.replace(aside, self.path / CONVENTIONS)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+        if merged != self.conventions():
+            replace_file(self.path / CONVENTIONS, json.dumps(merged, indent=2))
 
 
 def read_records(path: Path) -> list[AttemptRecord]:
