@@ -26,12 +26,15 @@ import pytest
 
 from webeval.agent.episode import Episode
 from webeval.outcomes import epochs
+from webeval.outcomes.disk import disk_error
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
+from webeval.plugin.allure_writes import guard
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
+from webeval.plugin.stops import unwritten
 from webeval.report.categories import allure_status, status_message
 from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
@@ -75,11 +78,13 @@ def _start_writer(config: pytest.Config, folder: Path) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if dry_run(config) or not allure_loaded(config) or config.pluginmanager.get_plugin(LISTENER):
+    if dry_run(config) or not allure_loaded(config) or not any(TASK in item.stash for item in session.items):
         return
     folder = results_dir(config)
-    if folder is not None and any(TASK in item.stash for item in session.items):
+    if folder is not None and not config.pluginmanager.get_plugin(LISTENER):
         _start_writer(config, folder)
+    if config.pluginmanager.get_plugin(LISTENER) is not None:
+        guard(config, session)
 
 
 def _population_name(config: pytest.Config) -> str:
@@ -252,7 +257,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     summary = reconcile(population, records, run_dir.conventions())
     env["score"] = summary.headline()  # an interval while the run is incomplete
     env.update(epochs.environment(summary.epochs))
-    missing = complete_results(folder, run_dir, env)
+    try:
+        missing = complete_results(folder, run_dir, env)
+    except OSError as exc:
+        if disk_error(exc) is None:
+            raise
+        unwritten(config, "the Allure results of the tasks without one", disk_error(exc), run_dir.path)
+        return
     config.stash[_COMPLETED] = (folder, len(missing), population.size)
 
 

@@ -7,14 +7,17 @@ attempt's record (webeval.plugin.outcome), whatever pytest flags such as --runxf
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import faulthandler
 from typing import Awaitable, Callable, Iterator
 
 import pytest
 
 from webeval.agent.environment import Environment
-from webeval.agent.evaluate import Attempt, Evaluation, evaluate, rejudge
+from webeval.agent.evaluate import Attempt, Evaluation, act, interrupted, judge_acted, rejudge
 from webeval.judges.decide import Judge
+from webeval.outcomes.disk import DISK, PROFILE_BYTES, short_of_space
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
@@ -24,6 +27,7 @@ from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import EPISODE_POLICY, stop_session
+from webeval.plugin.stops import Halt, halt, halted, stopping
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -95,6 +99,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         raise NotRun("no_policy", NO_POLICY)
     how = Evaluation(
         slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
+        stopping=lambda: (halted(config) or (None, None))[1],
         policy=config.stash[EPISODE_POLICY],
         environment=webeval_environment, budgets=webeval_settings.budgets,
         settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
@@ -102,8 +107,11 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
 
     async def run(task: Task) -> Verdict:
+        stopped = halted(config) or _short_of_space(item, webeval_run_dir, webeval_settings.download_max_bytes)
+        if stopped is not None:  # the session is stopping, or the disk is too full for a task: it is not started
+            raise NotRun(stopped.kind, f"{stopped.why}: the task was not started")
         try:
-            return _handed(item, await evaluate(task, how))
+            return _handed(item, await _evaluated(task, how, item))
         except NotRun as exc:
             if exc.kind in ("display", "browser"):  # no task can run on this machine: stop with the one thing to do
                 stop_session(item, exc.message)
@@ -115,3 +123,32 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
                                       exit=True)
     yield run
     faulthandler.cancel_dump_traceback_later()
+
+
+async def _evaluated(task: Task, how: Evaluation, item: pytest.Item) -> Attempt:
+    """evaluate(), cancelled by a stop (SIGTERM, Ctrl-C) into an attempt masked `interrupted`; an attempt that met a
+    full disk stops the session from starting more."""
+    config = item.config
+    stop = stopping(config)
+    acted = None
+    with stop.in_flight() if stop is not None else contextlib.nullcontext():
+        try:
+            acted = await act(task, how)
+            attempt = await judge_acted(acted, how)
+        except asyncio.CancelledError:
+            stopped = halted(config)
+            if stopped is None:
+                raise
+            asyncio.current_task().uncancel()
+            attempt = interrupted(task, how, acted, stopped.why)
+    if attempt.record.kind == DISK:
+        halt(config, DISK, attempt.record.reason.removeprefix(f"infra[{DISK}]: "), item.session)
+    return attempt
+
+
+def _short_of_space(item: pytest.Item, run_dir: RunDir, download_max_bytes: int) -> Halt | None:
+    short = short_of_space(run_dir.path, PROFILE_BYTES + download_max_bytes)
+    if short is None:
+        return None
+    halt(item.config, DISK, short.line, item.session)
+    return halted(item.config)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from webeval.outcomes.disk import disk_error
 from webeval.outcomes.sessions import append_session
 from webeval.plugin.keys import SESSION_ID, finished_run_dir
+from webeval.plugin.stops import unwritten
 from webeval.report.versions import versions
 
 
@@ -20,4 +22,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from webeval.runtime.browser import find_chromium
 
     chromium = find_chromium(config.option.browser_path)
-    append_session(run_dir.path, config.stash.get(SESSION_ID, ""), versions(chromium, Path(config.rootpath)))
+    try:
+        append_session(run_dir.path, config.stash.get(SESSION_ID, ""), versions(chromium, Path(config.rootpath)))
+    except OSError as exc:
+        if disk_error(exc) is None:
+            raise
+        unwritten(config, "this session's line of sessions.jsonl", disk_error(exc), run_dir.path)

@@ -147,6 +147,8 @@ def complete_results(results_dir: Path, run_dir: RunDir, env: dict[str, str] | N
     since records change after the session (a resumed run, a task judged again).
     """
     results_dir.mkdir(parents=True, exist_ok=True)
+    for half_written in results_dir.glob("*.tmp"):  # a writer met a full disk (its session has ended)
+        half_written.unlink(missing_ok=True)
     population = run_dir.population()
     records = run_dir.records()
     write_categories(results_dir)
