@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -29,6 +31,17 @@ def small_filesystem(folder: Path, size_bytes: int) -> Iterator[Path]:
     finally:
         # A process that still holds a file there (a test that failed before its run ended) must not keep it busy.
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
+
+
+@contextlib.contextmanager
+def short_folder() -> Iterator[Path]:
+    """A folder with a short path, for a TMPDIR: Chromium puts its singleton's Unix socket there, and a socket path
+    may not be longer than 107 bytes (pytest's tmp_path is too long for one)."""
+    folder = Path(tempfile.mkdtemp(prefix="wt-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def free_bytes(folder: Path) -> int:

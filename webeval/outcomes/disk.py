@@ -87,8 +87,9 @@ def megabytes(size: float) -> str:
 
 
 def temp_dir() -> Path:
-    """Where Chromium's profiles and Playwright's downloads go: $TMPDIR, as the driver (Node) reads it too."""
-    return Path(tempfile.gettempdir())
+    """Where Chromium's profiles and Playwright's downloads go: $TMPDIR as the driver (Node's os.tmpdir()) reads it.
+    Not tempfile.gettempdir(): it passes over a full $TMPDIR for /tmp, where the browser does not."""
+    return Path(os.environ.get("TMPDIR") or tempfile.gettempdir())
 
 
 _WHY = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
@@ -129,6 +130,12 @@ def short_of_space(run_path: Path, temp_need: int = PROFILE_BYTES) -> DiskFull |
     if temp_space.mount != run_space.mount and temp_space.free < FLOOR_BYTES:
         return DiskFull(temp_space, TEMP_ROLE, temp_need)
     return None
+
+
+def temp_short(need: int = PROFILE_BYTES) -> DiskFull | None:
+    """A DiskFull when the temporary directory has less than FLOOR_BYTES free: why a browser may fail to start."""
+    space = space_of(temp_dir())
+    return DiskFull(space, TEMP_ROLE, need) if space.free < FLOOR_BYTES else None
 
 
 def largest_attempt(run_path: Path) -> int:

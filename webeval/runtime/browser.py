@@ -15,9 +15,11 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
 from playwright.async_api._context_manager import PlaywrightContextManager
 
+from webeval.outcomes.disk import temp_short
 from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.display import Display
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
+from webeval.runtime.launch_log import launch_failure
 from webeval.runtime.session import TaskSession, close_context, responds
 
 # Chromium keeps only the last --disable-features it is given, and ours comes after Playwright's: it repeats
@@ -133,7 +135,9 @@ class Browser:
                 executable_path=self.executable, headless=False, args=args, env=self.display.env(), timeout=30_000
             )
         except PlaywrightError as exc:
-            raise InfraError("browser", f"Chromium failed to start: {str(exc).splitlines()[0]}") from None
+            # A full temporary directory (its profile goes there) is named as such: the browser only aborts.
+            raise temp_short() or InfraError("browser", f"Chromium failed to start: {launch_failure(str(exc))}") \
+                from None
         self.browser_pid = self._find_browser_pid()
         self.launched_s = time.monotonic() - began
         return self

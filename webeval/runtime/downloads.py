@@ -15,6 +15,8 @@ from typing import Callable
 from playwright.async_api import Download
 from playwright.async_api import Error as PlaywrightError
 
+from webeval.outcomes.disk import PROFILE_BYTES, DiskFull, disk_error, full_disk, short_of_space
+
 DEFAULT_MAX_MB = 100.0
 DEFAULT_MAX_BYTES = int(DEFAULT_MAX_MB * (1 << 20))
 WATCH_EVERY_S = 0.05
@@ -66,8 +68,19 @@ async def _past(partial: Path, max_bytes: int) -> int:
     return size
 
 
-async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[[str], None]) -> None:
-    """Save a download into `folder/downloads/`, or stop it past `max_bytes`; `note` tells the agent which."""
+def _disk_full(exc: BaseException, folder: Path, max_bytes: int) -> DiskFull | None:
+    """A download that failed on a full disk (the attempt's, or the temporary directory Chromium writes it into):
+    Chromium says only that it failed, so the disk is asked."""
+    error = disk_error(exc)
+    if error is not None:
+        return full_disk(error, folder, PROFILE_BYTES + max_bytes)
+    return short_of_space(folder, PROFILE_BYTES + max_bytes)
+
+
+async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[[str], None],
+               full: Callable[[DiskFull], None] = lambda _: None) -> None:
+    """Save a download into `folder/downloads/`, or stop it past `max_bytes`; `note` tells the agent which. A
+    download that met a full disk is also given to `full`: the attempt ends as infrastructure."""
     name = safe_name(download.suggested_filename)
     cap = f"the {megabytes(max_bytes)} cap (--download-max-mb)"
     ended = asyncio.ensure_future(download.path())
@@ -89,6 +102,9 @@ async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[
         note(f"downloaded {target.name} ({size} bytes)")
     except (PlaywrightError, OSError) as exc:
         note(f"the download of {name} failed: {str(exc).splitlines()[0]}")
+        disk = _disk_full(exc, folder, max_bytes)
+        if disk is not None:
+            full(disk)
     finally:
         for future in filter(None, (ended, grown)):
             future.cancel()  # nothing left running, and no error left unread
