@@ -230,6 +230,8 @@ async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> 
         asyncio.current_task().uncancel()  # the stop is ours to report: the episode ends as infrastructure
         episode.infra = InfraError(INTERRUPTED, f"{why} with the task in flight")
     finally:
+        if episode.infra is not None and hasattr(runtime, "explained"):
+            episode.infra = runtime.explained(episode.infra)  # a signal, or the out-of-memory killer, named
         try:
             episode.evidence(prepared.task.goal).write()
         except OSError as exc:

@@ -39,7 +39,8 @@ from webeval.report.categories import allure_status, status_message
 from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.results import RESULTS_DIR, complete_results
-from webeval.report.steps import step_title
+from webeval.report.links import link_or_copy
+from webeval.report.steps import step_length_s, step_parameters, step_title
 from webeval.tasks import Task
 
 _POPULATION = pytest.StashKey[str]()
@@ -155,13 +156,14 @@ def decorate(item: pytest.Item, result: Any) -> None:
                          Parameter(name="attempt", value=str(record.attempt if record else 0), excluded=True),
                          Parameter(name="run id", value=run_dir.run_id, excluded=True)]
     if episode is not None:
-        _add_steps(result, episode)
+        _add_steps(result, episode, results_dir(item.config))
         _add_outcome(result, episode, verdict)
 
 
 def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | None = None,
-            source: Path | None = None) -> None:
-    """Write an attachment through Allure's writer (ours or allure-pytest's) and list it on a step or result."""
+            source: Path | None = None, into: Path | None = None) -> None:
+    """Write an attachment through Allure's writer (ours or allure-pytest's) and list it on a step or result; a file
+    that is not text is linked into the results folder `into` (webeval.report.links), not copied."""
     from allure_commons import plugin_manager
     from allure_commons.model2 import Attachment
 
@@ -170,6 +172,8 @@ def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | N
         # Text goes out through redact: a URL the agent visited may carry credentials, and reports are shared.
         text = source.read_text(encoding="utf-8", errors="replace") if source is not None else data
         plugin_manager.hook.report_attached_data(body=redact(text), file_name=file_name)
+    elif source is not None and into is not None:
+        link_or_copy(source, into / file_name)
     elif source is not None:
         plugin_manager.hook.report_attached_file(source=str(source), file_name=file_name)
     else:
@@ -177,32 +181,22 @@ def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | N
     owner.attachments.append(Attachment(name=name, source=file_name, type=mime))
 
 
-def _add_steps(result: Any, episode: Episode) -> None:
+def _add_steps(result: Any, episode: Episode, into: Path | None) -> None:
     from allure_commons.model2 import Parameter, StatusDetails, TestStepResult
 
     clock = result.start or 0
     for step in episode.steps:
-        # Steps carry their measured length; laid end to end from the test's start they match its timeline.
-        length = step.timings.get("step") or sum(step.timings.values()) or step.latency_s
         node = TestStepResult(name=step_title(step.step, step.actions, step.error), stage="finished",
-                              status="failed" if step.error else "passed",
-                              start=clock, stop=clock + int(length * 1000))
+                              status="failed" if step.error else "passed", start=clock,
+                              stop=clock + int(step_length_s(step.timings, step.latency_s) * 1000))
         clock = node.stop
         if step.error:
             node.statusDetails = StatusDetails(message=step.error)
-        node.parameters = [Parameter(name="url", value=redact(step.url)), Parameter(name="title", value=step.title)]
-        if step.results:
-            node.parameters.append(Parameter(name="result", value="; ".join(step.results)))
-        # One row each: a step's screenshot comes after its parameters, so they are kept short.
-        if step.timings:
-            node.parameters.append(Parameter(name="seconds", value=" · ".join(
-                f"{name} {value:.2f}" for name, value in step.timings.items())))
-        if step.usage:
-            node.parameters.append(Parameter(name="tokens", value=" · ".join(
-                f"{name.removesuffix('_tokens')} {value}" for name, value in step.usage.items())))
+        node.parameters = [Parameter(name=name, value=value) for name, value in
+                           step_parameters(redact(step.url), step.title, step.results, step.timings, step.usage)]
         screenshot = episode.folder / step.screenshot
         if screenshot.is_file():
-            _attach(node, "screenshot", "image/png", "png", source=screenshot)
+            _attach(node, "screenshot", "image/png", "png", source=screenshot, into=into)
         if step.raw:
             _attach(node, "model reply", "text/plain", "txt", data=step.raw)
         if step.actions:  # also what webeval.report.pictures marks the screenshot with
