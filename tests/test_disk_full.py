@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from fixtures.openai_stub import OpenAIStub
@@ -23,6 +25,7 @@ SUBSET = ["Flights--7", "Shop--0", "Shop--3", "News--0", "Dictionary--2", "Recip
 SELECT = " or ".join(SUBSET)
 MB = 1 << 20
 TEMP_ROLE = "the temporary directory, where Chromium's profile and downloads go"
+WEBEVAL = Path(sys.executable).with_name("webeval")
 
 
 def every_line_parses(path: Path) -> list[dict]:
@@ -117,3 +120,23 @@ def test_a_download_that_fills_the_temporary_directory_masks_its_attempt_as_disk
         assert f"{temp} (tmpfs, {TEMP_ROLE})" in exit_line(job.output)
         wait_for(lambda: not job.processes(), timeout=30, what="every process of the run to end")
         assert free_bytes(temp) > 8 * MB, "the partial download was removed with the browser's context"
+
+
+def test_webeval_report_on_a_full_disk_ends_with_one_line_and_builds_once_space_is_freed(tmp_path):
+    with small_filesystem(tmp_path / "small", 32 * MB) as small:
+        run_dir = small / "run"
+        job = run(["-p", "no:xdist", "suites/local", "-k", "Shop--3 or News--0", "--run-dir", str(run_dir)], run_dir)
+        assert job.proc.returncode == 0, job.output[-3000:]
+        ballast = fill(small)
+        done = subprocess.run([str(WEBEVAL), "report", str(run_dir), "--no-history"], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 2, done.stdout + done.stderr
+        no_traceback(done.stdout + done.stderr)
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"webeval report: error: the disk is full: {small} (tmpfs, the run directory) has "), \
+            line
+        ballast.unlink()
+        again = subprocess.run([str(WEBEVAL), "report", str(run_dir), "--no-history"], capture_output=True,
+                               text=True, timeout=300)
+        assert again.returncode == 0 and (run_dir / "report" / "index.html").is_file(), again.stderr
+        assert not list(run_dir.rglob("*.tmp")), "a half-written file was left"

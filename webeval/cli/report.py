@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.outcomes.disk import megabytes
+from webeval.outcomes.disk import disk_error, full_disk, megabytes, short_of_space
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.build import ReportError, build, find_allure
 from webeval.report.run_environment import ENVIRONMENT, environment
@@ -59,21 +59,15 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as exc:
         raise CommandError(str(exc)) from None
 
-    env = None
-    if not (results / ENVIRONMENT).exists():  # a run without the Allure plugin: say what can still be known
-        from webeval.runtime.browser import find_chromium
-
-        env = environment(population, run_dir.records(), policy=None, model=None, chromium=find_chromium(None),
-                          root=Path.cwd())
-    missing = complete_results(results, run_dir, env)
-    pictured = add_pictures(results)  # click marks and replays: the workers leave them to the report
-    history = None if args.no_history else (args.history or default_history(run_dir.path, population.name))
     try:
-        built = build(results, args.output or run_dir.path, report_name(population.name, run_dir.run_id), history,
-                      allure, single_file=args.single_file)
-    except ReportError as exc:
-        raise CommandError(str(exc)) from None
-    print(f"{population.name}: {population.size} tasks in the report, {len(missing)} of them without a test result")
+        missing, pictured, built = _build(args, run_dir, results, population.name, allure)
+    except OSError as exc:
+        error = disk_error(exc)
+        if error is None:
+            raise
+        raise CommandError(f"{full_disk(error, run_dir.path).line}; free space there, then run "
+                           f"`webeval report {args.run_dir}` again (what it wrote is whole)") from None
+    print(f"{population.name}: {population.size} tasks in the report, {len(missing)} of them without a test result of their own")
     if pictured:
         print(f"pictures: click marks and a replay drawn for {pictured} test result{'s' if pictured != 1 else ''}")
     print(f"report: {built.folder.absolute() / 'index.html'}")
@@ -84,3 +78,24 @@ def run(args: argparse.Namespace) -> int:
         runs = sum(1 for line in built.history.read_text(encoding="utf-8").splitlines() if line.strip())
         print(f"history: {built.history.absolute()} ({runs} run{'s' if runs != 1 else ''})")
     return 0
+
+
+def _build(args: argparse.Namespace, run_dir: RunDir, results: Path, population: str, allure: Path):
+    """The results completed to N (a recorded task without a result gets one from its record), the pictures, the
+    report: (tasks without a test result of their own, results given pictures, the report built)."""
+    env = None
+    if not (results / ENVIRONMENT).exists():  # a run without the Allure plugin: say what can still be known
+        from webeval.runtime.browser import find_chromium
+
+        env = environment(run_dir.population(), run_dir.records(), policy=None, model=None,
+                          chromium=find_chromium(None), root=Path.cwd())
+    missing = complete_results(results, run_dir, env)
+    pictured = add_pictures(results)  # click marks and replays: the workers leave them to the report
+    history = None if args.no_history else (args.history or default_history(run_dir.path, population))
+    try:
+        built = build(results, args.output or run_dir.path, report_name(population, run_dir.run_id), history,
+                      allure, single_file=args.single_file)
+    except ReportError as exc:
+        full = short_of_space(args.output or run_dir.path)  # Allure (Node) meets a full disk in its own words
+        raise CommandError(full.line + "; free space there, then run this again" if full else str(exc)) from None
+    return missing, pictured, built

@@ -88,7 +88,7 @@ class Stopping:
         self.session: pytest.Session | None = None
         self.signals = 0
         self.hard = False
-        self.flying: tuple[asyncio.AbstractEventLoop, asyncio.Task] | None = None
+        self.flying: dict[asyncio.Task, asyncio.AbstractEventLoop] = {}  # several, when one process runs slots
         self.previous: dict[int, object] = {}
         self.timer: threading.Timer | None = None
 
@@ -117,8 +117,7 @@ class Stopping:
         if self.signals > 1:
             return  # a worker meets the same stop twice (the terminal's Ctrl-C and the controller's word)
         halt(self.config, INTERRUPTED, f"stopped by {signal.Signals(number).name}", self.session)
-        if self.flying is not None:
-            loop, task = self.flying
+        for task, loop in list(self.flying.items()):
             loop.call_soon_threadsafe(task.cancel)
         if self.controller:
             self._pass_on()
@@ -145,11 +144,12 @@ class Stopping:
     @contextlib.contextmanager
     def in_flight(self) -> Iterator[None]:
         """Around a task's run: the signal cancels it, to be recorded as interrupted."""
-        self.flying = (asyncio.get_running_loop(), asyncio.current_task())
+        task = asyncio.current_task()
+        self.flying[task] = asyncio.get_running_loop()
         try:
             yield
         finally:
-            self.flying = None
+            self.flying.pop(task, None)
 
 
 def stopping(config: pytest.Config) -> Stopping | None:
