@@ -61,8 +61,8 @@ TIMELINE = pytest.StashKey[Timeline]()
 
 def pytest_configure(config: pytest.Config) -> None:
     folder = os.environ.get(LOG_ENV)
-    if not folder or not hasattr(config, "workerinput"):
-        return  # only xdist workers run episodes
+    if not folder or (config.getoption("numprocesses", None) and not hasattr(config, "workerinput")):
+        return  # an xdist controller runs no episode: its workers do
     config.stash[TIMELINE] = timeline = Timeline(folder)
     timeline.log("configured")
     ready = Slot.ready

@@ -140,16 +140,17 @@ def _cpu_snapshot(pids: list[int]) -> dict[int, tuple[str, float]]:
 
 
 def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeout_s: float,
-              extra: tuple[str, ...] = ()) -> SuiteRun:
-    """Run the suite; past timeout_s it is interrupted (SIGINT), and the steady state is what was measured by then."""
-    logs = tmp / f"log-n{workers}"
+              extra: tuple[str, ...] = (), door: str = "-n") -> SuiteRun:
+    """Run the suite on `workers` xdist workers (`door` -n) or slots (--slots); past timeout_s it is interrupted
+    (SIGINT), and the steady state is what was measured by then."""
+    logs = tmp / f"log{door}{workers}"
     logs.mkdir()
     token = secrets.token_hex(6)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WEBEVAL_BENCH_LOG": str(logs), RUN_MARKER: token,
            "BENCH_STUB_KEY": "sk-bench"}
-    command = [sys.executable, "-m", "pytest", "suites/local", "-n", str(workers), "-p", "bench.model_standin",
+    command = [sys.executable, "-m", "pytest", "suites/local", door, str(workers), "-p", "bench.model_standin",
                "--policy", "openai", "--policy-base-url", base_url, "--policy-model", "stub-model",
-               "--policy-api-key-env", "BENCH_STUB_KEY", "--run-dir", str(tmp / f"run-n{workers}"),
+               "--policy-api-key-env", "BENCH_STUB_KEY", "--run-dir", str(tmp / f"run{door}{workers}"),
                "-q", "-p", "no:cacheprovider", *extra] + (["-k", select] if select else [])
     samples: list[Sample] = []
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -50,7 +50,7 @@ def test_export_writes_one_line_per_trajectory_with_reward_and_mask(tmp_path, ca
     assert len(passed["messages"]) == 5  # the torn third step is left out, the two before it kept
     assert passed["actions"][-1]["answer"] == "42" and rows["Shop--1"]["failure_class"] == "wrong_answer"
     assert rows["Shop--3"]["messages"] == [] and rows["Shop--2"]["outcome"] == "judge_failed"
-    assert "4 trajectories (1 passed, 1 failed, 2 masked)" in capsys.readouterr().out
+    assert "4 trajectories (passed=1, failed=1, masked=2)" in capsys.readouterr().out
 
 
 def test_export_refuses_what_is_not_a_run_and_writes_nothing(tmp_path, capsys):

@@ -98,7 +98,7 @@ def test_a_session_stopped_by_x_leaves_its_unstarted_tasks_incomplete(tmp_path):
     job, summary, outcomes = suite_run(tmp_path, "asserts", "wrong", "-x")
     assert job.proc.returncode == 12, job.output
     assert outcomes == {"failed": 1} and summary["failed"] == 1 and len(summary["missing"]) == 44
-    assert "1 of 2 selected tasks did not complete (1 never started)" in job.output
+    assert "1 of 2 selected tasks did not complete (never started=1)" in job.output
 
 
 def test_a_test_that_passes_without_any_verdict_is_a_harness_error(tmp_path):
@@ -146,7 +146,7 @@ def test_an_offline_webvoyager_run_where_nothing_could_run_exits_12(tmp_path):
                         env={"WEBEVAL_DATA_DIR": str(ORIGINAL), **offline_env()})
     output = result.stdout + result.stderr
     assert result.returncode == 12, output
-    assert "43 skipped" in output and "43 of 43 selected tasks did not complete (43 not_run[site_unreachable])" in output
+    assert "43 skipped" in output and "43 of 43 selected tasks did not complete (not_run[site_unreachable]=43)" in output
 
 
 def test_runxfail_with_a_model_endpoint_that_dies_after_2_calls_fails_no_task(tmp_path):

@@ -16,6 +16,7 @@ from fixtures.openai_stub import OpenAIStub, text
 from tests.webvoyager_data import ORIGINAL
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging
 from webeval.judges.protocols.original import AUTO_EVAL, PAPER_SCREENSHOTS, read_reply
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.tasks import Task
@@ -174,7 +175,7 @@ Actions:
 '''
 
 
-def webjudge_judge(stub: OpenAIStub, folder: Path):
+def webjudge_judge(stub: OpenAIStub, folder: Path, prices: Prices | None = None):
     import hashlib
 
     from webeval.judges.protocols.pinned import PromptPin
@@ -186,7 +187,7 @@ def webjudge_judge(stub: OpenAIStub, folder: Path):
     path.write_text(WEBJUDGE_FILE)
     pin = PromptPin("test/prompts", "0" * 40, "src/methods/webjudge_online_mind2web.py",
                     hashlib.sha256(path.read_bytes()).hexdigest())
-    return WebJudge(Endpoint(stub.base_url, "judge-model", retries=0), folder, pin=pin)
+    return WebJudge(Endpoint(stub.base_url, "judge-model", retries=0, prices=prices), folder, pin=pin)
 
 
 def webjudge_script(final: str):

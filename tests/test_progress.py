@@ -18,7 +18,7 @@ from webeval.plugin.progress import LiveLine, Tally, duration, scored_as
 
 WIDTH = 120
 TASKS = ("News--0", "Shop--1", "Shop--3")
-STATUS = re.compile(r"webeval (\d+)/(\d+) \| passed \d+ failed \d+ masked \d+ \| score [^|]+ \| ETA \S+")
+STATUS = re.compile(r"webeval (\d+)/(\d+) \| passed=\d+, failed=\d+, masked=\d+ \| score [^|]+ \| ETA \S+")
 
 
 def frames(raw: str) -> list[list[str]]:
@@ -46,7 +46,7 @@ def test_the_live_line_stays_under_pytests_output_in_a_terminal(tmp_path, args):
     assert counts == sorted(counts) and counts[0] == 0 and counts[-1] == len(TASKS)
     assert raw.count("\x1b[K") >= len(TASKS)  # drawn again in place, not printed line after line
     final = [line for line in screen if STATUS.search(line)]
-    assert final == [f"webeval {len(TASKS)}/{len(TASKS)} | passed {len(TASKS)} failed 0 masked 0 | "
+    assert final == [f"webeval {len(TASKS)}/{len(TASKS)} | passed={len(TASKS)}, failed=0, masked=0 | "
                      "score 100.0%..100.0% | ETA 0s"]
     if "-v" in args:  # pytest's own meaning: one line per test, each once, whole
         for task_id in TASKS:
@@ -113,6 +113,6 @@ def test_each_result_counts_as_the_summary_will(made, category, scored):
 
 def test_the_line_states_the_interval_and_the_time_left():
     tally = Tally(n=40, passed=10, failed=6, masked=4, started=100.0)
-    assert tally.line(now=160.0) == "webeval 20/40 | passed 10 failed 6 masked 4 | score 25.0%..85.0% | ETA 1m00s"
-    assert Tally(n=8).line(now=5.0) == "webeval 0/8 | passed 0 failed 0 masked 0 | score 0.0%..100.0% | ETA -"
+    assert tally.line(now=160.0) == "webeval 20/40 | passed=10, failed=6, masked=4 | score 25.0%..85.0% | ETA 1m00s"
+    assert Tally(n=8).line(now=5.0) == "webeval 0/8 | passed=0, failed=0, masked=0 | score 0.0%..100.0% | ETA -"
     assert [duration(s) for s in (0.2, 59, 61, 3599.5, 7260)] == ["1s", "59s", "1m01s", "1h00m", "2h01m"]

@@ -225,19 +225,21 @@ def test_summary_lines_contain_the_figures():
     assert (summary.passed, summary.failed, len(summary.missing)) == (4, 1, 1)
     text = "\n".join(summary_lines(summary))
     assert "webeval: local (0123456789ab): INCOMPLETE, 5 of 8 completed" in text
-    assert "incomplete: score between 50.0% and 87.5% (2 masked, 1 missing)" in text
+    # Wilson's lower bound of 4/8, its upper bound of (8 - 1)/8: the three tasks without a result widen it
+    assert ("incomplete: score between 50.0% and 87.5% (2 masked, 1 missing), 95% interval 21.5%..97.8%"
+            in text)
     assert "(over completed: 80.0%)" in text
-    assert "passed 4  failed 1  masked 2  missing 1  duplicates 1  unexpected 1" in text
-    assert "masked: infra_error[browser] 1, judge_failed 1" in text
-    assert "failures: step_budget 1" in text
+    assert "passed=4, failed=1, masked=2, missing=1, duplicates=1, unexpected=1" in text
+    assert "masked: infra_error[browser]=1, judge_failed=1" in text
+    assert "failures: step_budget=1" in text
     shop_row = next(line for line in summary_lines(summary) if line.strip().startswith("Shop"))
-    assert shop_row.split() == ["Shop", "4", "2", "1", "1", "0", "50.0%"]
+    assert shop_row.split() == ["Shop", "4", "2", "1", "1", "0", "50.0%", "15.0%..95.4%"]
 
 
 def test_summary_lines_of_a_complete_run():
     lines = summary_lines(reconcile(POP, all_valid(8)))
     assert "complete, 8 of 8 completed" in lines[0] and "INCOMPLETE" not in lines[0]
-    assert "score 8/8 = 100.0%" in lines[1]
+    assert "score 8/8 = 100.0%, 95% interval 67.6%..100.0%" in lines[1]
     assert not any(line.strip().startswith(("masked:", "failures:")) for line in lines)
 
 
@@ -252,9 +254,9 @@ def test_summary_markdown_contains_the_figures():
     assert markdown.startswith("# local: incomplete\n")
     assert f"sha256 `{POP.sha256}`" in markdown
     assert "| 8 | 4 | 1 | 2 | 1 | 1 | 1 | 50.0% | 80.0% |" in markdown
-    assert "| Shop | 4 | 2 | 1 | 1 | 0 | 50.0% |" in markdown
-    assert "| Flights | 2 | 1 | 0 | 1 | 0 | 50.0% |" in markdown
-    assert "| Recipes | 2 | 1 | 0 | 0 | 1 | 50.0% |" in markdown
+    assert "| Shop | 4 | 2 | 1 | 1 | 0 | 50.0% | 15.0%..95.4% |" in markdown
+    assert "| Flights | 2 | 1 | 0 | 1 | 0 | 50.0% | 9.5%..100.0% |" in markdown
+    assert "| Recipes | 2 | 1 | 0 | 0 | 1 | 50.0% | 9.5%..100.0% |" in markdown
     assert "Masked: infra_error[browser] 1, judge_failed 1" in markdown
     assert "Missing: Recipes--1" in markdown
     assert markdown.endswith("\n")

@@ -105,7 +105,7 @@ def test_lf_after_two_failures_reruns_them_into_a_new_run_then_into_the_first_wi
                                    DIES: ("infra_error", "policy_unavailable")}, done.stdout[-3000:]
         check_junit(first / "junit.xml")
         # Not a terminal: the progress line is printed plainly, after each of the five results.
-        assert "webeval 5/5 | passed 2 failed 2 masked 1 | score 40.0%..60.0% | ETA 0s\n" in done.stdout
+        assert "webeval 5/5 | passed=2, failed=2, masked=1 | score 40.0%..60.0% | ETA 0s\n" in done.stdout
         check_versions(first)
 
         model.asked.clear()

@@ -122,5 +122,6 @@ def test_sigterm_to_a_collecting_process_masks_rollouts_in_flight_and_leaves_not
     assert all(r["reward"] == 1.0 for r in stored if not r["mask_sample"])
     wait_for(lambda: not [pid for pid in processes_with(f"WEBEVAL_TEST_RUN={tag}") if pid != job.pid],
              timeout=30, what="every process of the collection to end")
-    done = RolloutStore(out).done()
-    assert len(done) == len(stored), "each rollout recorded once"
+    assert len({r["rollout_id"] for r in stored}) == len(stored), "each rollout recorded once"
+    interrupted = {r["rollout_id"] for r in stored if r["failure_kind"] == "interrupted"}
+    assert not interrupted & RolloutStore(out).done(), "an interrupted rollout runs again in the next collection"

@@ -124,3 +124,21 @@ async def test_an_attempt_broken_by_infrastructure_is_run_again_and_both_are_on_
     assert (first.outcome, first.kind, first.attempt) == (Outcome.infra_error, "browser", 1)
     assert first.reason.endswith("(retried)")
     assert final.model_copy(update={"finished_at": ""}) == record
+
+
+def test_the_scripts_of_docs_api_md_run_as_written(tmp_path):
+    """The episode API's example, taken from the page and run in a fresh interpreter, prints its three outcomes."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    script = re.findall(r"```python\n(.*?)```", page, re.DOTALL)[0]
+    assert len(script.strip().splitlines()) <= 15
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and all(line.split()[1] == "passed" for line in lines), done.stdout
+    assert lines[0].startswith("Dictionary--0 passed")

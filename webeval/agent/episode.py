@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from webeval.outcomes.cost import TOKENS
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import FailureClass, InfraError
 from webeval.outcomes.verdict import Verdict
@@ -48,10 +49,9 @@ class Episode:
 
     def totals(self) -> dict[str, float]:
         """Policy accounting over the episode: tokens, retries and time spent waiting for the policy."""
-        tokens = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
-        totals: dict[str, float] = {**dict.fromkeys(tokens, 0), "retries": 0, "policy_s": 0.0}
+        totals: dict[str, float] = {**dict.fromkeys(TOKENS, 0), "retries": 0, "policy_s": 0.0}
         for step in self.steps:
-            for name in tokens:
+            for name in TOKENS:
                 totals[name] += step.usage.get(name, 0)
             totals["retries"] += step.retries
             totals["policy_s"] += step.latency_s

@@ -25,9 +25,11 @@ from webeval.agent.episode import Episode
 from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.decide import Decision, Judge, Unparseable, decide
 from webeval.judges.rejudge import rejudge_record
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.disk import DISK, PROFILE_BYTES, disk_error, full_disk
 from webeval.outcomes.record import AttemptRecord, InfraError, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.spending import spent
 from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
@@ -58,6 +60,7 @@ class Evaluation:
     infra_retries: int = 0
     unparseable: Unparseable = "mask"
     session_id: str = ""
+    policy_prices: Prices | None = None  # what the policy's tokens cost (its profile's price table)
     # Why the session is stopping (a signal), once it is: a cancelled episode then ends as infra[interrupted].
     stopping: Callable[[], str | None] | None = None
 
@@ -71,6 +74,13 @@ class Attempt:
     episode: Episode | None = None
     verdict: Verdict | None = None
     recorded: bool = False
+    retried: list[AttemptRecord] = field(default_factory=list)  # the infra attempts before it, appended already
+
+    @property
+    def spent_usd(self) -> float:
+        """What this attempt and the retried ones before it cost, as far as it is priced."""
+        spending = spent([*self.retried, self.record])
+        return spending.policy.usd + spending.judge.usd
 
 
 def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Episode | None = None,
@@ -78,6 +88,10 @@ def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Ep
                    duration_s: float = 0.0) -> AttemptRecord:
     folder = episode.folder if episode is not None else None
     verdict = decision.verdict if decision is not None and outcome.valid else None
+    usage = episode.totals() if episode else {}
+    cost = {"policy": round(how.policy_prices.usd(usage), 8)} if how.policy_prices is not None and episode else {}
+    if decision is not None and decision.judge_usd is not None:
+        cost["judge"] = decision.judge_usd
     return AttemptRecord(
         run_id=how.run_dir.run_id, session=how.session_id, task_id=task.id, site=task.site,
         attempt=episode.attempt if episode is not None else 0,
@@ -87,7 +101,7 @@ def attempt_record(how: Evaluation, task: Task, outcome: Outcome, *, episode: Ep
         duration_s=round(duration_s, 3), verdict=verdict.model_dump(mode="json") if verdict else None,
         worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
         path=str(folder.relative_to(how.run_dir.path)) if folder is not None else None,
-        usage=episode.totals() if episode else {},
+        usage=usage, judge_usage=decision.judge_usage if decision else {}, cost_usd=cost,
     )
 
 
@@ -112,6 +126,7 @@ class Acted:
     episode: Episode | None
     began: float
     attempt: Attempt | None = None
+    retried: list[AttemptRecord] = field(default_factory=list)  # infra attempts before it, appended already
 
 
 async def act(task: Task, how: Evaluation) -> Acted:
@@ -120,6 +135,7 @@ async def act(task: Task, how: Evaluation) -> Acted:
     began = time.monotonic()
     prepared = how.environment.prepare(task)
     episodes: list[Episode] = []  # the last one's is kept when a retry cannot start the slot again
+    retried: list[AttemptRecord] = []  # the infra attempts run again, appended already: what they spent counts
 
     async def attempt() -> Episode:
         await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
@@ -130,25 +146,27 @@ async def act(task: Task, how: Evaluation) -> Acted:
         episodes.append(await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number)))
         return episodes[-1]
 
-    def retried(state: RetryCallState) -> None:
+    def keep_retried(state: RetryCallState) -> None:
         episode = state.outcome.result()
+        retried.append(_infra(how, task, episode.infra, episode, episode.duration_s, " (retried)"))
         try:
-            how.run_dir.append(_infra(how, task, episode.infra, episode, episode.duration_s, " (retried)"))
+            how.run_dir.append(retried[-1])
         except OSError as exc:
             raise _full(exc, how) from None
 
     try:
         episode = await AsyncRetrying(stop=stop_after_attempt(how.infra_retries + 1), retry=retry_if_result(_retried),
-                                      before_sleep=retried, retry_error_callback=lambda state: state.outcome.result(),
-                                      reraise=True)(attempt)
+                                      before_sleep=keep_retried, reraise=True,
+                                      retry_error_callback=lambda state: state.outcome.result())(attempt)
     except InfraError as exc:  # a part died while it started, every time
         last = episodes[-1] if episodes else None
-        return Acted(task, prepared, last, began, Attempt(_infra(how, task, exc, last, time.monotonic() - began), last))
+        return Acted(task, prepared, last, began, Attempt(
+            _infra(how, task, exc, last, time.monotonic() - began), last, retried=retried))
     episode.infra = episode.infra or how.environment.blocked(episode.evidence(prepared.task.goal))
     if episode.infra is not None:
-        return Acted(task, prepared, episode, began,
-                     Attempt(_infra(how, task, episode.infra, episode, time.monotonic() - began), episode))
-    return Acted(task, prepared, episode, began)
+        return Acted(task, prepared, episode, began, Attempt(
+            _infra(how, task, episode.infra, episode, time.monotonic() - began), episode, retried=retried))
+    return Acted(task, prepared, episode, began, retried=retried)
 
 
 def _retried(episode: Episode) -> bool:
@@ -169,10 +187,11 @@ async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
             (episode.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
         except OSError as exc:  # the verdict is known but not kept: the attempt met the full disk
             episode.infra = _full(exc, how)
-            return Attempt(_infra(how, acted.task, episode.infra, episode, time.monotonic() - acted.began), episode)
+            return Attempt(_infra(how, acted.task, episode.infra, episode, time.monotonic() - acted.began), episode,
+                           retried=acted.retried)
     record = attempt_record(how, acted.task, decision.outcome, episode=episode, decision=decision,
                             duration_s=time.monotonic() - acted.began)
-    return Attempt(record, episode, decision.verdict)
+    return Attempt(record, episode, decision.verdict, retried=acted.retried)
 
 
 def interrupted(task: Task, how: Evaluation, acted: Acted | None, why: str) -> Attempt:
@@ -186,7 +205,7 @@ def interrupted(task: Task, how: Evaluation, acted: Acted | None, why: str) -> A
     record = attempt_record(how, task, Outcome.judge_failed, episode=acted.episode, kind=INTERRUPTED,
                             reason=f"judge_failed: {why} while the judge decided; the evidence is kept",
                             duration_s=time.monotonic() - acted.began)
-    return Attempt(record, acted.episode)
+    return Attempt(record, acted.episode, retried=acted.retried)
 
 
 async def _ready(slot: AnySlot, starts: int = 3) -> None:
@@ -263,20 +282,20 @@ async def rejudge(task: Task, record: AttemptRecord, run_dir: RunDir, judge: Jud
 async def run_task(task: Task, slot: AnySlot, policy: PolicyFactory, judge: Judge,
                    run_dir: RunDir | Path | str | None = None, *, environment: Environment | None = None,
                    budgets: Budgets | None = None, settle_cap_s: float = 3.0, infra_retries: int = 0,
-                   unparseable: Unparseable = "mask") -> AttemptRecord:
+                   unparseable: Unparseable = "mask", policy_prices: Prices | None = None) -> AttemptRecord:
     """Run one task on `slot` to its attempt record, appended to the run directory's results.jsonl.
 
     `policy` makes each episode's policy (`webeval.oracle`, or a model's); `judge` reads the evidence; `environment`
-    is the benchmark's (where its sites are). Without `run_dir` the attempt goes to a new folder under the system's
-    temporary directory (the record's `path` is relative to it: `record.run_id` names it). A slot that cannot start
-    here (no Xvfb, no Chromium) gives a not_run record; an exception while every part of the slot is alive is a bug
-    of the harness, and it is raised.
+    is the benchmark's (where its sites are); `policy_prices` prices the policy's tokens. Without `run_dir` the
+    attempt goes to a new folder under the system's temporary directory (the record's `path` is relative to it:
+    `record.run_id` names it). A slot that cannot start here (no Xvfb, no Chromium) gives a not_run record; an
+    exception while every part of the slot is alive is a bug of the harness, and it is raised.
     """
     folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir) if run_dir else _scratch_run_dir())
     folder.path.mkdir(parents=True, exist_ok=True)
     how = Evaluation(slot=slot, run_dir=folder, judge=judge, policy=policy, environment=environment or Environment(),
                      budgets=budgets or Budgets(), settle_cap_s=settle_cap_s, infra_retries=infra_retries,
-                     unparseable=unparseable)
+                     unparseable=unparseable, policy_prices=policy_prices)
     began = time.monotonic()
     try:
         record = (await evaluate(task, how)).record

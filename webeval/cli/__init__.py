@@ -7,9 +7,11 @@ import importlib
 import sys
 import warnings
 
-# Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int`.
-COMMANDS = ("summary", "merge", "prepare", "reverify", "report", "profile_check", "judge_agreement", "calibrate", "export",
-            "split", "decompose", "imports")
+# Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int` (the module's
+# name says what it does; `paired_gate` registers `webeval gate`, `profile_check` `webeval profile`,
+# `collect_rollouts` `webeval rollouts collect`).
+COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile_check",
+            "judge_agreement", "calibrate", "export", "split", "decompose", "imports", "collect_rollouts")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +27,13 @@ class CommandError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A command whose options depend on another of its options (a benchmark's own) parses the rest itself.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not hasattr(args, "extra"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if hasattr(args, "extra"):
+        args.extra = extra
 
     said: set[str] = set()
 

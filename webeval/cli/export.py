@@ -40,8 +40,8 @@ def training(args: argparse.Namespace) -> None:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             counts["masked" if row["mask"] else row["outcome"]] += 1
     os.replace(aside, args.out)
-    print(f"{args.out}: {sum(counts.values())} trajectories ({counts['passed']} passed, {counts['failed']} failed, "
-          f"{counts['masked']} masked)")
+    print(f"{args.out}: {sum(counts.values())} trajectories (passed={counts['passed']}, failed={counts['failed']}, "
+          f"masked={counts['masked']})")
 
 
 def inspect(args: argparse.Namespace) -> None:

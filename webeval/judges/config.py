@@ -7,6 +7,7 @@ puts a key into text: `public()` is what may be shown or stored.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from webeval.judges import cache, protocols
 from webeval.judges.ensemble import vote
 from webeval.judges.protocols.pinned import prompts_folder
 from webeval.models import Endpoint, PreflightError, preflight, read_key
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
@@ -45,6 +47,7 @@ class JudgeProfile(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout: float | None = Field(default=None, gt=0)
     retries: int | None = Field(default=None, ge=0, le=20)
+    prices: Prices | None = None  # US dollars per million input, cached input and output tokens
 
     @field_validator("base_url")
     @classmethod
@@ -73,6 +76,7 @@ class JudgeConfig:
     prompts: str | None = None  # the folder of pinned upstream prompt files (see judges.protocols.pinned)
     cache: bool = False  # verdicts kept next to the evidence; the options turn it on, --no-judge-cache off
     members: tuple["JudgeConfig", ...] = ()  # an ensemble's judges (--judge-ensemble), each from its profile
+    prices: Prices | None = None  # from the profile: what the judge's calls cost
 
     @property
     def uses_model(self) -> bool:
@@ -86,7 +90,7 @@ class JudgeConfig:
 
     def public(self) -> dict[str, Any]:
         """What may be printed or stored: the variable that holds the key, never the key."""
-        return asdict(self)
+        return json.loads(json.dumps(asdict(self), default=lambda value: value.model_dump()))
 
     def describe(self) -> str:
         kinds = "+".join(self.kinds)
@@ -109,7 +113,7 @@ class JudgeConfig:
         if self.api_key_env and not key:
             raise JudgeConfigError(f"the judge's API key variable ${self.api_key_env} is not set")
         return Endpoint(base_url=self.base_url, model=self.model, api_key=key, api_key_env=self.api_key_env,
-                        timeout_s=self.timeout_s, retries=self.retries)
+                        timeout_s=self.timeout_s, retries=self.retries, prices=self.prices)
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
@@ -144,7 +148,8 @@ def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
             profiles(root)  # every named profile is checked, not only the one chosen
         found = find(config.profile, option="--judge-profile", builtins=BUILTIN_PROFILES,
                      catalogue=catalogue_path(PROFILES_ENV, PROFILE_FILE, root))
-        table = validate(JudgeProfile, found.fields, found.source).model_dump(exclude_none=True)
+        checked = validate(JudgeProfile, found.fields, found.source)
+        table = {**checked.model_dump(exclude_none=True), "prices": checked.prices}
     except ProfileError as exc:
         raise JudgeConfigError(str(exc)) from None
     defaults = JudgeConfig()
@@ -152,7 +157,8 @@ def with_profile(config: JudgeConfig, root: Path | None = None) -> JudgeConfig:
     if is_path(config.profile) and found.path is not None:
         filled["profile"] = str(found.path.resolve())
     for key, field in (("base_url", "base_url"), ("model", "model"), ("api_key_env", "api_key_env"),
-                       ("temperature", "temperature"), ("timeout", "timeout_s"), ("retries", "retries")):
+                       ("temperature", "temperature"), ("timeout", "timeout_s"), ("retries", "retries"),
+                       ("prices", "prices")):
         if key in table and getattr(config, field) == getattr(defaults, field):
             filled[field] = table[key]
     return replace(config, **filled)

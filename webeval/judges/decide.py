@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Awaitable, Callable, Literal
 
+from webeval.outcomes.cost import metered
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import FailureClass, InfraError, JudgeError, Outcome
 from webeval.outcomes.verdict import Verdict
@@ -21,6 +22,8 @@ class Decision:
     failure_class: FailureClass | None = None
     kind: str | None = None  # of a judge_failed outcome
     reason: str = ""
+    judge_usage: dict[str, int] = field(default_factory=dict)  # what the judge's calls used, whatever came of them
+    judge_usd: float | None = None
 
 
 def failure_class_of(task: Task, evidence: Evidence, verdict: Verdict) -> FailureClass:
@@ -39,7 +42,21 @@ def failure_class_of(task: Task, evidence: Evidence, verdict: Verdict) -> Failur
 
 async def decide(task: Task, evidence: Evidence, judge: Judge, unparseable: Unparseable = "mask") -> Decision:
     """The outcome of a finished episode. A judge that fails masks the attempt (judge_failed), never scores it 0;
-    with `unparseable="fail"` a reply with no readable verdict counts as a failure (NeMo Gym's convention)."""
+    with `unparseable="fail"` a reply with no readable verdict counts as a failure (NeMo Gym's convention).
+    The judge's calls are metered: the decision (and its verdict) carry their tokens and, where priced, their cost
+    (a verdict from the cache cost nothing)."""
+    with metered() as meter:
+        decision = await _decide(task, evidence, judge, unparseable)
+    if not meter.calls:
+        return decision
+    usage, usd = meter.usage(), meter.usd
+    verdict = decision.verdict
+    if verdict is not None:
+        verdict = verdict.model_copy(update={"usage": usage, "cost_usd": usd})
+    return replace(decision, verdict=verdict, judge_usage=usage, judge_usd=usd)
+
+
+async def _decide(task: Task, evidence: Evidence, judge: Judge, unparseable: Unparseable) -> Decision:
     if evidence.failure_class:
         # The agent's own run decided it: no answer, a budget spent, invalid output, the last tab closed.
         verdict = Verdict(success=False, reason=evidence.reason, judge="agent")

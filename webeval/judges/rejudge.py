@@ -65,6 +65,12 @@ def _evidence(run_dir: RunDir, record: AttemptRecord) -> tuple[Evidence | None, 
     return evidence, ""
 
 
+def judge_cost(before: dict[str, float], judge_usd: float | None) -> dict[str, float]:
+    """The record's cost with this judgement's in place of the one before (the episode's policy cost stays)."""
+    kept = {side: value for side, value in before.items() if side != "judge"}
+    return kept if judge_usd is None else {**kept, "judge": judge_usd}
+
+
 async def rejudge_record(run_dir: RunDir, record: AttemptRecord, task: Task, judge: Judge, *, judge_name: str = "",
                          unparseable: Unparseable = "mask") -> tuple[AttemptRecord | None, Verdict | None, str]:
     """(the superseding record, its verdict, "") from the record's stored evidence; (None, None, why) when the
@@ -83,6 +89,7 @@ async def rejudge_record(run_dir: RunDir, record: AttemptRecord, task: Task, jud
         "worker": "rejudge", "finished_at": "", "outcome": decision.outcome, "kind": decision.kind,
         "failure_class": decision.failure_class, "reason": decision.reason,
         "verdict": decision.verdict.model_dump(mode="json") if valid and decision.verdict else None,
+        "judge_usage": decision.judge_usage, "cost_usd": judge_cost(record.cost_usd, decision.judge_usd),
         "extra": {**record.extra, "rejudge": True, "judge": judge_name, "replaces": record.outcome.value,
                   "judge_s": round(time.monotonic() - began, 3)}})
     return after, decision.verdict, ""

@@ -1,5 +1,5 @@
-"""A model endpoint: where it is, which model, the key (never shown), how each call is bounded and retried; and the
-one way a client for it is made.
+"""A model endpoint: where it is, which model, the key (never shown), how each call is bounded and retried, what its
+tokens cost; and the one way a client for it is made.
 
 The HTTP library under the `openai` client is httpx2 from openai 3 on, httpx before; both the client and the
 session-start check speak through it, with one TLS context per process.
@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from webeval.models.retry import RetryPolicy
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.redact import PLACEHOLDER, Secret, declare, redact
 
 if TYPE_CHECKING:  # imported where a client is made: `openai` costs 0.6 s of CPU, and an oracle run never needs it
@@ -37,6 +38,7 @@ class Endpoint:
     retries: int = 2
     backoff_s: float = 1.0
     max_wait_s: float = 60.0
+    prices: Prices | None = None  # what its calls cost (the profile's price table); None: unpriced
 
     def __post_init__(self) -> None:
         if self.api_key and not isinstance(self.api_key, Secret):

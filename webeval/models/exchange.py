@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from webeval.models.endpoint import Endpoint, http_library
 from webeval.models.retry import Cause, GaveUp, Transient, is_retried, retry_after
+from webeval.outcomes.cost import read_usage
 
 if TYPE_CHECKING:
     import openai
@@ -57,25 +58,9 @@ class Exchange:
 
     @property
     def usage(self) -> dict[str, int]:
-        """Tokens of the call: prompt, completion (reasoning included) and, where reported, reasoning."""
-        usage = (self.reply or {}).get("usage") or {}
-        if not isinstance(usage, dict):
-            return {}
-        counted = {}
-        for key, names in _USAGE.items():
-            value = next((usage[name] for name in names if isinstance(usage.get(name), (int, float))), None)
-            if value is not None:
-                counted[key] = int(value)
-        details = usage.get("completion_tokens_details") or usage.get("output_tokens_details")
-        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-        if isinstance(reasoning, (int, float)) and reasoning:
-            counted["reasoning_tokens"] = int(reasoning)
-        return counted
-
-
-# chat completions' names first, then the Responses API's
-_USAGE = {"prompt_tokens": ("prompt_tokens", "input_tokens"),
-          "completion_tokens": ("completion_tokens", "output_tokens")}
+        """Tokens of the call: prompt (cached included) and completion (reasoning included) as reported, and cached
+        and reasoning where the usage's details report them."""
+        return read_usage((self.reply or {}).get("usage"))
 
 
 def body_text(content: bytes) -> tuple[str, str | None]:

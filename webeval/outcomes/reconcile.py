@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel
 
 from webeval.outcomes import epochs
+from webeval.outcomes.cost import TOKENS
+from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.whole_lines import replace_file
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
+from webeval.outcomes.spending import cost_lines, run_cost
 from webeval.tasks import Population
 
 
@@ -23,6 +26,7 @@ class SiteRate(BaseModel):
     masked: int = 0
     missing: int = 0
     score: float = 0.0
+    interval_95: tuple[float, float] = (0.0, 1.0)  # Wilson, widened by the site's masked and missing tasks
 
 
 class Summary(BaseModel):
@@ -39,6 +43,8 @@ class Summary(BaseModel):
     score_low: float = 0.0  # passed / N
     score_high: float = 1.0  # (N - failed) / N: every masked or missing task counted as passed
     score_completed: float | None
+    interval_95: tuple[float, float] = (0.0, 1.0)  # Wilson; an incomplete run's widened by its masked and missing
+    interval_method: str = METHOD
     per_site: dict[str, SiteRate]
     failure_classes: dict[str, int]
     complete: bool
@@ -46,6 +52,7 @@ class Summary(BaseModel):
     usage: dict[str, float] = {}  # policy totals over the final records: tokens, retries, seconds
     conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
     epochs: dict[str, Any] = {}  # a K-epoch run's pass@1, pass@k, pass^k, flakiness and standard error
+    cost: dict[str, Any] = {}  # tokens and dollars spent, policy and judge apart, over every attempt (spending.py)
 
     @property
     def masked_total(self) -> int:
@@ -53,10 +60,11 @@ class Summary(BaseModel):
 
     def headline(self) -> str:
         """One number for a complete run; for an incomplete one, the interval its holes leave open."""
+        interval = f"95% interval {percent(self.interval_95)}"
         if self.complete:
-            return f"score {self.passed}/{self.n} = {self.score:.1%}"
+            return f"score {self.passed}/{self.n} = {self.score:.1%}, {interval}"
         return (f"incomplete: score between {self.score_low:.1%} and {self.score_high:.1%} "
-                f"({self.masked_total} masked, {len(self.missing)} missing)")
+                f"({self.masked_total} masked, {len(self.missing)} missing), {interval}")
 
 
 def final_records(population: Population, records: list[AttemptRecord]) -> tuple[dict[str, AttemptRecord], list[str]]:
@@ -112,13 +120,10 @@ def reconcile(population: Population, records: list[AttemptRecord],
             site.masked += 1
     for site in per_site.values():
         site.score = site.passed / site.n if site.n else 0.0
-    usage: Counter[str] = Counter()
-    for record in final.values():
-        usage.update(record.usage)
+        site.interval_95 = score_interval(site.n, site.passed, site.failed)
     n = population.size
     completed = passed + failed
     final_outcomes = {tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids}
-    epoch_count = (conventions or {}).get(epochs.CONVENTION, "")
     return Summary(
         population=population.name,
         sha256=population.sha256,
@@ -133,45 +138,70 @@ def reconcile(population: Population, records: list[AttemptRecord],
         score_low=passed / n if n else 0.0,
         score_high=(n - failed) / n if n else 0.0,
         score_completed=passed / completed if completed else None,
+        interval_95=score_interval(n, passed, failed),
         per_site=dict(sorted(per_site.items())),
         failure_classes=dict(sorted(classes.items())),
         complete=completed == n and not duplicates,
         final=final_outcomes,
-        usage={key: round(value, 3) for key, value in sorted(usage.items())},
+        usage=_policy_usage(final.values()),
         conventions=conventions or {},
-        epochs=epochs.figures(final_outcomes, int(epoch_count)) if epoch_count.isdigit() and int(epoch_count) > 1
-        else {},
+        epochs=_epoch_figures(final_outcomes, conventions or {}),
+        cost=run_cost(population.ids, records, passed),
     )
 
 
+def _policy_usage(final: Iterable[AttemptRecord]) -> dict[str, float]:
+    usage: Counter[str] = Counter()
+    for record in final:
+        usage.update(record.usage)
+    return {key: round(value, 3) for key, value in sorted(usage.items())}
+
+
+def _epoch_figures(final_outcomes: dict[str, str], conventions: dict[str, str]) -> dict[str, Any]:
+    count = conventions.get(epochs.CONVENTION, "")
+    return epochs.figures(final_outcomes, int(count)) if count.isdigit() and int(count) > 1 else {}
+
+
+def counted(counts: dict[str, int | float]) -> str:
+    """`name=count, ...`: a comma after every count, so that no count stands before another name (`passed=44 failed`
+    reads as 44 failures to a log reader that looks for `[0-9]+ failed`)."""
+    return ", ".join(f"{name}={value:g}" for name, value in counts.items())
+
+
 def summary_lines(summary: Summary) -> list[str]:
-    """The summary as terminal lines: the figures first, then one row per site."""
-    masked = summary.masked_total
+    """The summary as terminal lines: the figures first, then one row per site. Counts are written `name=count, `:
+    pytest's closing line stays the only line a reader of `N failed` or `N passed, M failed` finds."""
     state = "complete" if summary.complete else "INCOMPLETE"
     completed = summary.passed + summary.failed
     lines = [
         f"webeval: {summary.population} ({summary.sha256[:12]}): {state}, {completed} of {summary.n} completed",
         f"  {summary.headline()}"
         + (f"  (over completed: {summary.score_completed:.1%})" if summary.score_completed is not None else ""),
-        f"  passed {summary.passed}  failed {summary.failed}  masked {masked}  missing {len(summary.missing)}"
-        f"  duplicates {len(summary.duplicates)}  unexpected {len(summary.unexpected)}",
+        "  " + counted({"passed": summary.passed, "failed": summary.failed, "masked": summary.masked_total,
+                        "missing": len(summary.missing), "duplicates": len(summary.duplicates),
+                        "unexpected": len(summary.unexpected)}),
     ]
     if summary.masked:
-        lines.append("  masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items()))
+        lines.append("  masked: " + counted(summary.masked))
     if summary.unexpected:
         shown = ", ".join(summary.unexpected[:10]) + (" ..." if len(summary.unexpected) > 10 else "")
         lines.append(f"  unexpected (records of tasks outside the population, not scored): {shown}")
     if summary.failure_classes:
-        lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in summary.failure_classes.items()))
+        lines.append("  failures: " + counted(summary.failure_classes))
     lines += epochs.lines(summary.epochs)
-    if any(summary.usage.values()):
-        lines.append("  policy: " + ", ".join(f"{k} {v:g}" for k, v in summary.usage.items()))
+    usage = {key: value for key, value in summary.usage.items() if not (summary.cost and key in TOKENS)}
+    if any(usage.values()):  # its tokens, when there are any, are on the cost lines
+        lines.append("  policy: " + counted(usage))
+    return lines + cost_lines(summary.cost) + site_lines(summary)
+
+
+def site_lines(summary: Summary) -> list[str]:
     width = max((len(s) for s in summary.per_site), default=4)
-    lines.append(f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  score")
+    lines = [f"  {'site':<{width}}  {'n':>4} {'pass':>4} {'fail':>4} {'mask':>4} {'miss':>4}  {'score':>6}  95% interval"]
     for name, site in summary.per_site.items():
         lines.append(
             f"  {name:<{width}}  {site.n:>4} {site.passed:>4} {site.failed:>4} {site.masked:>4} {site.missing:>4}"
-            f"  {site.score:.1%}"
+            f"  {site.score:>6.1%}  {percent(site.interval_95)}"
         )
     return lines
 
@@ -190,18 +220,20 @@ def summary_markdown(summary: Summary) -> str:
         f"{len(summary.missing)} | {len(summary.duplicates)} | {len(summary.unexpected)} | {summary.score:.1%} | "
         + (f"{summary.score_completed:.1%} |" if summary.score_completed is not None else "- |"),
         "",
-        "| site | n | passed | failed | masked | missing | score |",
-        "|---|---|---|---|---|---|---|",
+        "| site | n | passed | failed | masked | missing | score | 95% interval |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, site in summary.per_site.items():
         rows.append(f"| {name} | {site.n} | {site.passed} | {site.failed} | {site.masked} | {site.missing} | "
-                    f"{site.score:.1%} |")
+                    f"{site.score:.1%} | {percent(site.interval_95)} |")
     if summary.masked:
         rows += ["", "Masked: " + ", ".join(f"{k} {v}" for k, v in summary.masked.items())]
     if summary.missing:
         rows += ["", "Missing: " + ", ".join(summary.missing)]
     if summary.epochs:
         rows += ["", *(line.strip() for line in epochs.lines(summary.epochs))]
+    if summary.cost:
+        rows += ["", *(line.strip() for line in cost_lines(summary.cost))]
     return "\n".join(rows) + "\n"
 
 

@@ -87,6 +87,8 @@ class AttemptRecord(BaseModel):
     finished_at: str = ""
     path: str | None = None  # the attempt folder, relative to the run directory
     usage: dict[str, float] = Field(default_factory=dict)  # policy tokens, retries and seconds over the attempt
+    judge_usage: dict[str, float] = Field(default_factory=dict)  # the judge's tokens for this attempt's verdict
+    cost_usd: dict[str, float] = Field(default_factory=dict)  # "policy", "judge": a side with a price table only
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @property

@@ -18,3 +18,5 @@ class Verdict(BaseModel):
     raw: str | None = None
     protocol: str | None = None  # a model judge's protocol, as --judge-protocol names it
     prompt_version: str | None = None  # which prompt texts it read: a pin or a hash, so verdicts stay comparable
+    usage: dict[str, int] = Field(default_factory=dict)  # the judge calls' tokens (prompt, cached, completion, ...)
+    cost_usd: float | None = None  # their price, when the judge's profile has a price table

@@ -7,15 +7,15 @@ import uuid
 import pytest
 
 from webeval.outcomes.rundir import RunDir
-from webeval.plugin import allure, browsers, episode_fixtures, epoch_option, gate_options, options, outcome, policies
-from webeval.plugin import progress, redaction, rejudge_selection, selection, session_summary, session_versions, stops
-from webeval.plugin import suite
+from webeval.plugin import allure, browsers, cost_limit, episode_fixtures, epoch_option, gate_options, options, outcome
+from webeval.plugin import policies, progress, redaction, rejudge_selection, selection, session_summary, session_versions
+from webeval.plugin import stops, suite
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, chosen
 
 _PARTS = (options, browsers, redaction, selection, rejudge_selection, gate_options, policies, episode_fixtures, outcome,
-          suite, session_summary, allure, progress, session_versions, epoch_option, stops)
+          suite, session_summary, allure, progress, session_versions, epoch_option, cost_limit, stops)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -31,10 +31,11 @@ from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.spending import cost_environment, record_cost, record_tokens
 from webeval.outcomes.verdict import Verdict
 from webeval.plugin.allure_writes import guard
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
-from webeval.plugin.stops import unwritten
+from webeval.plugin.unwritten import unwritten
 from webeval.report.categories import allure_status, status_message
 from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
@@ -111,6 +112,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+def forget(item: pytest.Item) -> None:
+    """A task that will not start after all (--cost-limit): allure-pytest has scheduled a result for it already, one
+    without the task's identity; it is dropped, and the task's placeholder stands for it as for any missing task."""
+    listener = item.config.pluginmanager.get_plugin(LISTENER)
+    uuid = listener._cache.pop(item.nodeid) if listener is not None else None
+    if uuid is not None:
+        listener.allure_logger.drop_test(uuid)
+
+
 def decorate(item: pytest.Item, result: Any) -> None:
     from allure_commons.model2 import Label, Parameter, StatusDetails
     from allure_pytest.utils import pytest_markers
@@ -155,6 +165,10 @@ def decorate(item: pytest.Item, result: Any) -> None:
                          Parameter(name="worker", value=record.worker if record else "main", excluded=True),
                          Parameter(name="attempt", value=str(record.attempt if record else 0), excluded=True),
                          Parameter(name="run id", value=run_dir.run_id, excluded=True)]
+    for name, shown in (("tokens", record_tokens), ("cost", record_cost)):
+        value = shown(record) if record is not None else None
+        if value is not None:
+            result.parameters.append(Parameter(name=name, value=value, excluded=True))
     if episode is not None:
         _add_steps(result, episode, results_dir(item.config))
         _add_outcome(result, episode, verdict)
@@ -251,6 +265,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     summary = reconcile(population, records, run_dir.conventions())
     env["score"] = summary.headline()  # an interval while the run is incomplete
     env.update(epochs.environment(summary.epochs))
+    env.update(cost_environment(summary.cost))
     try:
         missing = complete_results(folder, run_dir, env)
     except OSError as exc:

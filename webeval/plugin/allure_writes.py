@@ -15,7 +15,7 @@ import pytest
 
 from webeval.outcomes.disk import DISK, disk_error, full_disk
 from webeval.plugin.keys import RUN_DIR
-from webeval.plugin.stops import halt
+from webeval.plugin.halting import halt
 
 
 def _guard_class():

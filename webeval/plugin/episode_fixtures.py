@@ -15,19 +15,22 @@ from typing import Awaitable, Callable, Iterator
 import pytest
 
 from webeval.agent.environment import Environment
-from webeval.agent.evaluate import Attempt, Evaluation, act, interrupted, judge_acted, rejudge
+from webeval.agent.evaluate import Acted, Attempt, Evaluation, act, interrupted, judge_acted, rejudge
 from webeval.judges.decide import Judge
 from webeval.outcomes.disk import DISK, PROFILE_BYTES, short_of_space
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.verdict import Verdict
+from webeval.runtime.pool import SlotPool
 from webeval.plugin.browsers import make_runtime
+from webeval.plugin.concurrent_tasks import SCHEDULER, TaskScheduler
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge_selection import FINAL
 from webeval.plugin.options import Settings
-from webeval.plugin.policies import EPISODE_POLICY, stop_session
-from webeval.plugin.stops import Halt, halt, halted, stopping
+from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
+from webeval.plugin.halting import Halt, halt, halted
+from webeval.plugin.stops import stopping
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -59,6 +62,16 @@ def webeval_judge() -> Judge:
         raise JudgeError("this suite chose no judge", kind="config")
 
     return no_judge
+
+
+@pytest.fixture(scope="session")
+async def webeval_scheduler(pytestconfig: pytest.Config):
+    """With --slots N: the tasks' scheduler, made at the first task (it needs that task's fixtures), closed here."""
+    yield
+    scheduler = pytestconfig.stash.get(SCHEDULER, None)
+    if scheduler is not None:
+        del pytestconfig.stash[SCHEDULER]
+        await scheduler.close()
 
 
 @pytest.fixture(scope="session")
@@ -97,21 +110,14 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         # Every task would break the same way: stop after this one, with the one thing to do.
         stop_session(item, NO_POLICY)
         raise NotRun("no_policy", NO_POLICY)
-    how = Evaluation(
-        slot=request.getfixturevalue("webeval_runtime"), run_dir=webeval_run_dir, judge=webeval_judge,
-        stopping=lambda: (halted(config) or (None, None))[1],
-        policy=config.stash[EPISODE_POLICY],
-        environment=webeval_environment, budgets=webeval_settings.budgets,
-        settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
-        infra_retries=webeval_settings.infra_retries,
-        unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""))
+    attempt = _attempts(request, webeval_settings, webeval_run_dir, webeval_environment, webeval_judge)
 
     async def run(task: Task) -> Verdict:
         stopped = halted(config) or _short_of_space(item, webeval_run_dir, webeval_settings.download_max_bytes)
         if stopped is not None:  # the session is stopping, or the disk is too full for a task: it is not started
             raise NotRun(stopped.kind, f"{stopped.why}: the task was not started")
         try:
-            return _handed(item, await _evaluated(task, how, item))
+            return _handed(item, await attempt(task))
         except NotRun as exc:
             if exc.kind in ("display", "browser"):  # no task can run on this machine: stop with the one thing to do
                 stop_session(item, exc.message)
@@ -125,22 +131,65 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
     faulthandler.cancel_dump_traceback_later()
 
 
-async def _evaluated(task: Task, how: Evaluation, item: pytest.Item) -> Attempt:
-    """evaluate(), cancelled by a stop (SIGTERM, Ctrl-C) into an attempt masked `interrupted`; an attempt that met a
-    full disk stops the session from starting more."""
-    config = item.config
+def _attempts(request: pytest.FixtureRequest, settings: Settings, run_dir: RunDir, environment: Environment,
+              judge: Judge) -> Callable[[Task], Awaitable[Attempt]]:
+    """What makes a task's attempt: evaluate() on the worker's slot, or (--slots N) the session's scheduler. A stop
+    (SIGTERM, Ctrl-C) cancels the attempts in flight into ones masked `interrupted`; an attempt that met a full disk
+    stops the session from starting more."""
+    config, item = request.config, request.node
     stop = stopping(config)
-    acted = None
-    with stop.in_flight() if stop is not None else contextlib.nullcontext():
-        try:
-            acted = await act(task, how)
-            attempt = await judge_acted(acted, how)
-        except asyncio.CancelledError:
-            stopped = halted(config)
-            if stopped is None:
-                raise
-            asyncio.current_task().uncancel()
-            attempt = interrupted(task, how, acted, stopped.why)
+
+    def evaluation(slot) -> Evaluation:
+        return Evaluation(
+            slot=slot, run_dir=run_dir, judge=judge, policy=config.stash[EPISODE_POLICY], environment=environment,
+            budgets=settings.budgets, settle_cap_s=settings.settle_cap_s,
+            download_max_bytes=settings.download_max_bytes, infra_retries=settings.infra_retries,
+            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""),
+            policy_prices=chosen(config).prices, stopping=lambda: (halted(config) or (None, None))[1])
+
+    if settings.slots > 1:
+        request.getfixturevalue("webeval_scheduler")
+
+        def watched(slot) -> Evaluation:  # called in the attempt's own task: a stop cancels that task
+            if stop is not None:
+                stop.watch()
+            return evaluation(slot)
+
+        async def scheduled(task: Task) -> Attempt:
+            if SCHEDULER not in config.stash:  # the first task: every selected task is handed to the slots now
+                pool = SlotPool([make_runtime(config, settings) for _ in range(settings.slots)])
+                config.stash[SCHEDULER] = TaskScheduler(pool, watched)
+                config.stash[SCHEDULER].schedule(request.session.items)
+            return await _unless_stopped(item, evaluation(None), task, config.stash[SCHEDULER].attempt(item))
+
+        return scheduled
+    how = evaluation(request.getfixturevalue("webeval_runtime"))
+
+    async def evaluated(task: Task) -> Attempt:
+        with stop.in_flight() if stop is not None else contextlib.nullcontext():
+            progress: dict[str, Acted] = {}
+            return await _unless_stopped(item, how, task, _acted_then_judged(task, how, progress), progress)
+
+    return evaluated
+
+
+async def _acted_then_judged(task: Task, how: Evaluation, progress: dict[str, Acted]) -> Attempt:
+    progress["acted"] = await act(task, how)
+    return await judge_acted(progress["acted"], how)
+
+
+async def _unless_stopped(item: pytest.Item, how: Evaluation, task: Task, work: Awaitable[Attempt],
+                          progress: dict[str, Acted] | None = None) -> Attempt:
+    """The attempt `work` makes; cancelled by a stop, the one masked `interrupted` (where it had got to)."""
+    config = item.config
+    try:
+        attempt = await work
+    except asyncio.CancelledError:
+        stopped = halted(config)
+        if stopped is None:
+            raise
+        asyncio.current_task().uncancel()
+        attempt = interrupted(task, how, (progress or {}).get("acted"), stopped.why)
     if attempt.record.kind == DISK:
         halt(config, DISK, attempt.record.reason.removeprefix(f"infra[{DISK}]: "), item.session)
     return attempt

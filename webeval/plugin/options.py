@@ -20,6 +20,9 @@ def settings(config: pytest.Config) -> Settings:
         chosen = run_settings(values_of(config.option, RUN_FLAGS), config.option.policy)
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if chosen.slots > 1 and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
+        raise pytest.UsageError("--slots runs the session's tasks in this one process; -n starts processes for "
+                                "them: use one or the other")
     check_run_dir(config)
     return chosen
 

@@ -27,10 +27,11 @@ from webeval.outcomes.record import AttemptRecord, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin.episode_fixtures import Unscored
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, SESSION_ID, TASK
-from webeval.plugin.stops import halt
+from webeval.plugin.halting import halt
 
 OUTCOME_PROPERTY = "webeval_outcome"  # (name, value) in a report's user_properties: read on the xdist controller
 KIND_PROPERTY = "webeval_kind"
+COST_PROPERTY = "webeval_cost_usd"  # what the test's attempts cost (priced tokens), for --cost-limit's sum
 _CRASH = re.compile(r"worker '([^']+)' crashed while running")
 
 
@@ -110,7 +111,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             record = kept(item, record)
         apply(report, record, item)
         item.stash[RECORD] = record
-        report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind)]
+        report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind),
+                                   (COST_PROPERTY, attempt.spent_usd if attempt is not None else 0.0)]
     return report
 
 

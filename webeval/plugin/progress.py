@@ -41,13 +41,15 @@ class Tally:
         return self.passed + self.failed + self.masked
 
     def line(self, now: float) -> str:
-        """`webeval 12/45 | passed 10 failed 1 masked 1 | score 22.2%..97.8% | ETA 1m40s`"""
+        """`webeval 12/45 | passed=10, failed=1, masked=1 | score 22.2%..97.8% | ETA 1m40s`: a comma after every
+        count, so that no count stands before another outcome's word (a log reader that looks for `[0-9]+ failed`
+        would take `passed=10 failed` for 10 failures)."""
         n = max(self.n, self.done)
         if n:
             interval = f"{self.passed / n:.1%}..{(n - self.failed) / n:.1%}"
         else:
             interval = "-"
-        return (f"webeval {self.done}/{n} | passed {self.passed} failed {self.failed} masked {self.masked} | "
+        return (f"webeval {self.done}/{n} | passed={self.passed}, failed={self.failed}, masked={self.masked} | "
                 f"score {interval} | ETA {self.eta(now)}")
 
     def eta(self, now: float) -> str:

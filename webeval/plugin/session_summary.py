@@ -14,7 +14,8 @@ from webeval.outcomes.rundir import RunDir
 from webeval.plugin import gate_options
 from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
-from webeval.plugin.stops import halted, unwritten, unwritten_line
+from webeval.plugin.halting import halted
+from webeval.plugin.unwritten import unwritten, unwritten_line
 
 SUMMARY = pytest.StashKey[Summary]()
 EXIT_LINE = pytest.StashKey[str]()
@@ -94,7 +95,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
         return
-    gate_options.apply(session, summary)
+    gate_options.apply(session, summary, run_dir.path)
 
 
 def _summarised(config: pytest.Config, run_dir: RunDir) -> Summary:

@@ -9,7 +9,7 @@ import pytest
 from webeval.outcomes.disk import disk_error
 from webeval.outcomes.sessions import append_session
 from webeval.plugin.keys import SESSION_ID, finished_run_dir
-from webeval.plugin.stops import unwritten
+from webeval.plugin.unwritten import unwritten
 from webeval.report.versions import versions
 
 

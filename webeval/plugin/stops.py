@@ -21,63 +21,22 @@ import asyncio
 import contextlib
 import signal
 import threading
-from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 import psutil
 import pytest
 
 from webeval.agent.evaluate import INTERRUPTED
-from webeval.outcomes.disk import full_disk
+from webeval.plugin.allure import forget
+from webeval.plugin.halting import HALT_OUTPUT, halt, halted
 from webeval.plugin.keys import TASK, dry_run, finished_run_dir
 
-class Halt(NamedTuple):
-    kind: str  # interrupted (a signal) | disk
-    why: str  # one line: "stopped by SIGTERM", or the full disk's filesystem and the space a task needs
-
-
-HALT = pytest.StashKey[Halt]()  # why the session stopped starting tasks (the first reason given)
 STOPPING = pytest.StashKey["Stopping"]()
-HALT_OUTPUT = "webeval_halt"  # a worker's Halt, in its workeroutput, for the controller
 CAUGHT = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # From the first signal to the end of the task in flight: a cancelled episode closes its watched work (5 s) and its
 # browser context (10 s); past this the process stops at once. Kubernetes' default grace period is 30 s.
 GRACE_S = 20.0
 _XDIST_WORKER = "import sys;exec(eval(sys.stdin.readline()))"  # the command line execnet starts workers with
-
-
-def halt(config: pytest.Config, kind: str, why: str, session: pytest.Session | None = None) -> None:
-    """Start no more tasks in this session, and say why at its end (exit 12): the first reason given is kept."""
-    if HALT not in config.stash:
-        config.stash[HALT] = Halt(kind, why)
-    workeroutput = getattr(config, "workeroutput", None)
-    if workeroutput is not None:
-        workeroutput.setdefault(HALT_OUTPUT, [kind, why])
-    if session is not None and not session.shouldstop:
-        session.shouldstop = why
-    dsession = config.pluginmanager.get_plugin("dsession")  # the xdist controller's loop
-    if dsession is not None and not getattr(dsession, "shouldstop", False):
-        dsession.shouldstop = why
-
-
-def halted(config: pytest.Config) -> Halt | None:
-    return config.stash.get(HALT, None)
-
-
-UNWRITTEN = pytest.StashKey[tuple[list[str], str]]()  # what the session's end could not write, and why
-
-
-def unwritten(config: pytest.Config, what: str, error: OSError, run_path: Path) -> None:
-    """A file of the session's end that a full disk kept from being written: said at its end, in one line."""
-    names, _ = config.stash.get(UNWRITTEN, ([], ""))
-    config.stash[UNWRITTEN] = ([*names, what], full_disk(error, run_path).line)
-
-
-def unwritten_line(config: pytest.Config) -> str | None:
-    if UNWRITTEN not in config.stash:
-        return None
-    names, why = config.stash[UNWRITTEN]
-    return f"not written: {', '.join(names)} ({why})"
 
 
 class Stopping:
@@ -141,6 +100,12 @@ class Stopping:
         self.hard = True
         _thread.interrupt_main(signal.SIGINT)
 
+    def watch(self) -> None:
+        """The running asyncio task is a task's attempt (with --slots, not the test's own): a stop cancels it."""
+        task = asyncio.current_task()
+        self.flying[task] = asyncio.get_running_loop()
+        task.add_done_callback(lambda done: self.flying.pop(done, None))
+
     @contextlib.contextmanager
     def in_flight(self) -> Iterator[None]:
         """Around a task's run: the signal cancels it, to be recorded as interrupted."""
@@ -189,6 +154,15 @@ def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
     stop = stopping(node.config)
     if stop is not None and finished_run_dir(node.config) is not None:
         stop.install()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A task is not started once the session stopped: no report, no record; it is missing, for --resume to run."""
+    if halted(item.config) is None or TASK not in item.stash:
+        return None
+    forget(item)
+    return True
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -32,7 +32,7 @@ class PolicyTurn:
 
     calls: list[ToolCall]
     raw: str | None = None  # the model's reply as received, for the trajectory
-    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
+    usage: dict[str, int] = field(default_factory=dict)  # prompt, cached, completion and reasoning tokens
     retries: int = 0
     latency_s: float = 0.0
     invalid: str | None = None

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from webeval.flags import Flag, OptionError, with_defaults
+from webeval.outcomes.cost import Prices
 from webeval.outcomes.record import NotRun
 from webeval.policy.base import Policy
 from webeval.policy.openai import (
     ADAPTERS, APIS, DUMP_FOLDER, HttpTransport, Mark, OpenAIPolicy, Profile, ProfileError, Recorder,
-    RecordingTransport, ReplayMissing, ReplayTransport, api_key_from, find_recording, load_profile, make_adapter,
-    read_recording,
+    RecordingTransport, ReplayMissing, ReplayTransport, Transport, api_key_from, find_recording, load_profile,
+    make_adapter, read_recording,
 )
 from webeval.policy.oracle import OraclePolicy
 
@@ -119,6 +120,11 @@ class PolicyChoice:
         """The model the policy calls, as its profile resolved it."""
         return self.profile.model if self.profile is not None else None
 
+    @property
+    def prices(self) -> Prices | None:
+        """The price table of the model profile: what the policy's tokens cost (none: not priced)."""
+        return self.profile.prices if self.profile is not None else None
+
     def recipe(self) -> dict[str, str]:
         """The serving recipe of the model profile (none: empty), for the run's environment."""
         profile = self.profile
@@ -140,8 +146,10 @@ class PolicyChoice:
             return f"policy: replay -- recorded model replies from {self.replay_from}, offline"
         return f"policy: {name}"
 
-    def factory(self, screen: tuple[int, int]) -> PolicyFactory:
-        """What builds each episode's policy, for screenshots of `screen` (width, height) pixels."""
+    def factory(self, screen: tuple[int, int], transports: Callable[[Transport], Transport] | None = None
+                ) -> PolicyFactory:
+        """What builds each episode's policy, for screenshots of `screen` (width, height) pixels. `transports`
+        wraps each model transport (the rollout engine bounds the calls to one endpoint with it)."""
         check_policy(self.name)
         if (self.name == "openai" and self.profile is None) or (self.name == "replay" and self.replay_from is None):
             raise OptionError(f"--policy {self.name}: the choice has no model profile or recordings; make it with "
@@ -152,14 +160,15 @@ class PolicyChoice:
                 return OraclePolicy(session.locate, prepared.rewrite_url)
             if self.name == "replay":
                 return self._replay_policy(screen, session, prepared)
-            return self._live_policy(screen, session, prepared)
+            return self._live_policy(screen, session, prepared, transports)
 
         return episode_policy
 
     def _dump(self, session: TaskSession) -> Path | None:
         return session.folder / DUMP_FOLDER if self.dump else None
 
-    def _live_policy(self, screen: tuple[int, int], session: TaskSession, prepared: Prepared) -> Policy:
+    def _live_policy(self, screen: tuple[int, int], session: TaskSession, prepared: Prepared,
+                     transports: Callable[[Transport], Transport] | None) -> Policy:
         profile = self.profile
         key = api_key_from(os.environ, profile)
         recorder = None
@@ -169,6 +178,7 @@ class PolicyChoice:
 
         def transport():
             live = HttpTransport(profile, key)
+            live = transports(live) if transports is not None else live
             return RecordingTransport(live, recorder) if recorder is not None else live
 
         return OpenAIPolicy(profile, make_adapter(profile, screen, _marks(session)), transport,

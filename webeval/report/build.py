@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webeval.report.categories import CATEGORIES
+from webeval.report.compared import COMPARISON_CATEGORIES
 from webeval.report.links import fingerprints, stored_once
 
 ALLURE_ENV = "WEBEVAL_ALLURE"
@@ -94,7 +95,8 @@ def _config(name: str, output: Path, history: Path | None, single_file: bool = F
         "name": name,
         "output": str(output),
         "plugins": plugins,
-        "categories": {"rules": [{k: v for k, v in c.items() if k != "description"} for c in CATEGORIES]},
+        "categories": {"rules": [{k: v for k, v in c.items() if k != "description"}
+                                 for c in [*COMPARISON_CATEGORIES, *CATEGORIES]]},
     }
     if history is not None:
         config["historyPath"] = str(history)

@@ -20,6 +20,7 @@ from webeval.outcomes.reconcile import Summary, final_records, reconcile
 from webeval.outcomes.record import AttemptRecord
 from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.categories import allure_status, status_message, write_categories
+from webeval.report.compared import mark_results, saved
 from webeval.report.run_environment import read_environment, write_environment, write_executor
 from webeval.report.recorded import add_attempt, written_for
 from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, task_labels,
@@ -172,4 +173,8 @@ def complete_results(results_dir: Path, run_dir: RunDir, env: dict[str, str] | N
     scores = score_values(reconcile(population, records))
     write_environment(results_dir, {**scores, **{k: v for k, v in values.items() if k not in scores}})
     started_ms = int((run_dir.path / POPULATION).stat().st_mtime * 1000)  # written when the run collected its tasks
-    return write_placeholders(results_dir, population, run_dir.run_id, records, started_ms, run_dir)
+    missing = write_placeholders(results_dir, population, run_dir.run_id, records, started_ms, run_dir)
+    comparison = saved(run_dir)
+    if comparison is not None:  # `webeval diff` compared this run with a baseline: its labels, on every result
+        mark_results(results_dir, run_dir, comparison)
+    return missing

@@ -26,6 +26,7 @@ from webeval.outcomes.rundir import RunDir
 from webeval.rollouts.records import CUT, HARNESS_ERROR, INTERRUPTED, RolloutRecord, masked, scored, turn_records
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 from webeval.rollouts.store import RolloutStore
+from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.fd_limits import too_few
 from webeval.runtime.pool import SlotPool
 from webeval.runtime.slot import Slot
@@ -64,6 +65,8 @@ class EngineSettings:
     start_concurrency: int = 2  # slots started at once: eight Chromium launches together starve two cores
     budgets: Budgets = field(default_factory=Budgets)
     settle_cap_s: float = 3.0
+    infra_retries: int = 0
+    download_max_bytes: int = DEFAULT_MAX_BYTES
     unparseable: Unparseable = "mask"
     stop_after: int = 3  # rollouts in a row masked by the policy endpoint before the engine stops
     history: str | None = None  # how the policy keeps its prompt (recorded with every rollout)
@@ -230,7 +233,8 @@ class RolloutEngine:
         settings = self.settings
         return Evaluation(slot=slot, run_dir=self.run_dir, judge=self.tasks.judge, policy=policy,
                           environment=self.tasks.environment, budgets=settings.budgets,
-                          settle_cap_s=settings.settle_cap_s, unparseable=settings.unparseable)
+                          settle_cap_s=settings.settle_cap_s, infra_retries=settings.infra_retries,
+                          download_max_bytes=settings.download_max_bytes, unparseable=settings.unparseable)
 
     @staticmethod
     def _seen(policy: PolicyFactory, flight: Flight) -> PolicyFactory:

@@ -20,15 +20,22 @@ SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def stop_on_signals(interrupted: asyncio.Event, signals: Iterable[int] = SIGNALS,
+                    said: Callable[[int], None] | None = None,
                     loop: asyncio.AbstractEventLoop | None = None) -> Callable[[], None]:
     """Each of `signals` sets `interrupted` (in the running loop, from the main thread); a repeat is the same stop.
-    Returns what puts the previous handlers back. SIGINT may be given too, for a process whose Ctrl-C should end a
-    batch the same way."""
+    `said(number)` is called first (to say so; raising KeyboardInterrupt there stops at once). Returns what puts the
+    previous handlers back. SIGINT may be given too, for a process whose Ctrl-C should end a batch the same way."""
     loop = loop or asyncio.get_running_loop()
     chosen = tuple(signals)
     previous = {number: signal.getsignal(number) for number in chosen}
+
+    def stop(number: int) -> None:
+        if said is not None:
+            said(number)
+        interrupted.set()
+
     for number in chosen:
-        loop.add_signal_handler(number, interrupted.set)
+        loop.add_signal_handler(number, stop, number)
 
     def restore() -> None:
         for number in chosen:

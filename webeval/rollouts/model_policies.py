@@ -8,17 +8,13 @@ and one slow endpoint does not hold up the calls to another.
 from __future__ import annotations
 
 import asyncio
-import os
-from typing import Any, Mapping
+from typing import Any
 
 from webeval.models import Exchange
-from webeval.outcomes.redact import declare
-from webeval.policy.openai import (
-    HttpTransport, Mark, OpenAIPolicy, Profile, Transport, api_key_from, make_adapter,
-)
+from webeval.policy.choice import PolicyChoice, PolicyFactory
+from webeval.policy.openai import Profile, Transport
 from webeval.profiles import ProfileError, validate
 from webeval.rollouts.requests import RequestError, RolloutRequest
-from webeval.runtime.marks import interactive_elements
 
 DEFAULT_ENDPOINT_CONCURRENCY = 64  # NeMo Gym's GRPO batches run 64 rollouts at once against one server
 
@@ -40,11 +36,11 @@ class BoundedTransport:
 class ModelPolicies:
     def __init__(self, profile: Profile, screen: tuple[int, int], *, token_ids: bool = True,
                  history: str = "append-only", concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 record: bool = False) -> None:
         self.profile = profile.model_copy(update={"token_ids": token_ids, "history": history})
         self.screen = screen
         self.concurrency = concurrency
-        self.environ = os.environ if environ is None else environ
+        self.record = record
         self._limits: dict[str, asyncio.Semaphore] = {}
 
     def profile_for(self, request: RolloutRequest) -> Profile:
@@ -61,17 +57,8 @@ class ModelPolicies:
         except ProfileError as exc:
             raise RequestError(str(exc)) from None
 
-    def __call__(self, request: RolloutRequest):
+    def __call__(self, request: RolloutRequest) -> PolicyFactory:
         profile = self.profile_for(request)
-        key = api_key_from(self.environ, profile)
-        declare(key)
         limit = self._limits.setdefault(profile.base_url, asyncio.Semaphore(self.concurrency))
-
-        def make(session, prepared) -> OpenAIPolicy:
-            async def marks() -> list[Mark]:
-                return [Mark(i, element) for i, element in enumerate(await interactive_elements(session))]
-
-            transport = lambda: BoundedTransport(HttpTransport(profile, key), limit)  # noqa: E731
-            return OpenAIPolicy(profile, make_adapter(profile, self.screen, marks), transport)
-
-        return make
+        choice = PolicyChoice("openai", profile=profile, record=self.record)
+        return choice.factory(self.screen, lambda transport: BoundedTransport(transport, limit))

@@ -6,7 +6,7 @@ import warnings
 from pathlib import Path
 
 from webeval.outcomes.whole_lines import append_line
-from webeval.rollouts.records import RolloutRecord
+from webeval.rollouts.records import INTERRUPTED, RolloutRecord
 
 ROLLOUTS = "rollouts.jsonl"
 
@@ -36,7 +36,13 @@ class RolloutStore:
                     warnings.warn(f"{self.path}:{number}: ignoring a torn or corrupt rollout record", stacklevel=2)
         return found
 
+    def final(self) -> dict[str, RolloutRecord]:
+        """The last record of each rollout id: a rollout interrupted in flight and run again has two, the later
+        one counts."""
+        return {record.rollout_id: record for record in self.records()}
+
     def done(self) -> set[str]:
-        """The rollout ids that have a record: a resumed collection does not run them again."""
-        return {record.rollout_id for record in self.records()}
+        """The rollout ids a resumed collection does not run again: every one with a record, but those whose last
+        record says the collection was interrupted while they ran (they never had their whole episode)."""
+        return {rollout_id for rollout_id, record in self.final().items() if record.failure_kind != INTERRUPTED}
 

@@ -15,6 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
 from playwright.async_api._context_manager import PlaywrightContextManager
 
+from webeval.cache_dir import cache_dir
 from webeval.outcomes.disk import temp_short
 from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.display import Display
@@ -53,10 +54,6 @@ def find_chromium(explicit: str | None = None) -> str | None:
         if found:
             return found
     return None
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "webeval"
 
 
 # Height of the tab strip and toolbar above a new window's page (Chromium on X11 at 100% scale, measured here).
@@ -113,7 +110,7 @@ class Browser:
         """Start Playwright's driver process; it needs no display, so it may start while the display does."""
         if self._pw is None:
             # Node keeps the driver's compiled code between runs: a tenth less CPU for each worker's start.
-            os.environ.setdefault("NODE_COMPILE_CACHE", str(_cache_dir() / "node-compile-cache"))
+            os.environ.setdefault("NODE_COMPILE_CACHE", str(cache_dir("node-compile-cache")))
             self._manager = async_playwright()
             try:
                 self._pw = await asyncio.wait_for(self._manager.start(), DRIVER_START_S)

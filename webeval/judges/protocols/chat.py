@@ -1,5 +1,6 @@
 """What every judge protocol shares: its chat call to the judge model, the screenshots as image parts, the JSON
-objects read out of a reply, the bounded re-ask, and verdicts that name the protocol that made them.
+objects read out of a reply, the bounded re-ask, and verdicts that name the protocol that made them. Every reply's
+tokens are charged to the judgement's meter (webeval.outcomes.cost), priced by the endpoint's table.
 
 Outcomes: a transport failure, a timeout, a refused key, an HTTP error, and a response that is not a chat
 completion end the judgement with a JudgeError of that kind (the attempt is judge_failed: masked, re-judgeable);
@@ -17,6 +18,7 @@ from typing import Any, Callable, TypeVar
 from webeval.models import (
     Endpoint, EndpointRefused, EndpointRejected, EndpointUnavailable, Exchange, ModelClient, Reading, ask_until_read,
 )
+from webeval.outcomes.cost import charge
 from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 
@@ -76,6 +78,7 @@ class ChatJudge:
             raise JudgeError(str(exc), kind="http") from None
         except EndpointUnavailable as exc:
             raise JudgeError(str(exc), kind=_KINDS[exc.cause]) from None
+        charge(exchange.usage, self.endpoint.prices)  # a reply that is then refused or unread used its tokens too
         return self._content(exchange, self._client.where)
 
     async def ask_until_read(self, request: dict[str, Any], read: Callable[[str], T],

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from webeval.outcomes.cost import Prices
 from webeval.profiles import ProfileError, catalogue_path, find, read_profile_file, validate
 
 ADAPTERS = ("tools", "grid-1", "grid-999", "webvoyager", "ui-tars", "computer-use")
@@ -163,6 +164,7 @@ class Profile(_Table):
     system_prompt: str | None = None  # replaces the adapter's own instructions
     extra_body: dict[str, Any] = Field(default_factory=dict)  # server-specific parameters (top_k, chat_template_kwargs)
     recipe: Recipe | None = None
+    prices: Prices | None = None  # US dollars per million input, cached input and output tokens: the run's cost
 
     @model_validator(mode="before")
     @classmethod
