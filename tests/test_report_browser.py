@@ -163,16 +163,17 @@ async def test_the_report_shows_every_task_with_its_status_steps_screenshots_and
             assert steps[0].startswith("1. click (") and steps[-1].startswith("3. terminate success: ")
             step = page.get_by_test_id("test-result-step").first
             await step.get_by_test_id("test-result-step-header").click()
-            # The screenshot, a hard link to the attempt's own file, shows as the image it is; beside it the marks.
-            await step.get_by_text("screenshot", exact=True).click()
+            await step.get_by_text("screenshot", exact=True).click()  # a hard link to the attempt's file: shown whole
             shot = step.locator("img").first
             await shot.wait_for()
             await shot.scroll_into_view_if_needed()
-            await page.wait_for_function("img => img.complete && img.naturalWidth === 1280", arg=await shot.element_handle())
+            await page.wait_for_function("img => img.complete && img.naturalWidth === 1280",
+                                         arg=await shot.element_handle())
             await step.get_by_text(CLICKED, exact=True).click()
             marks = step.locator("img").nth(1)
             await marks.wait_for()
-            await page.wait_for_function("img => img.complete && img.naturalWidth === 480", arg=await marks.element_handle())
+            await page.wait_for_function("img => img.complete && img.naturalWidth === 480",
+                                         arg=await marks.element_handle())
             await marks.scroll_into_view_if_needed()
             await page.screenshot(path=str(run_dir / "report-task.png"))
 

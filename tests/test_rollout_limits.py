@@ -36,7 +36,8 @@ def lines_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in data.decode("utf-8").splitlines()]
 
 
-async def test_a_full_disk_masks_rollouts_as_disk_and_a_resumed_collection_completes(local_tasks, tmp_path):  # noqa: F811
+async def test_a_full_disk_masks_rollouts_as_disk_and_a_resumed_collection_completes(
+        local_tasks, tmp_path):  # noqa: F811
     # Two long rollouts start together with a little more than the floor free (neither is refused), and together
     # write more than that: one of them at least meets the full disk. The short ones after them are not started.
     requests = requests_for(["Flights--7"], group=2) + requests_for(short_tasks(local_tasks, 4), group=1)

@@ -1,6 +1,6 @@
 """SIGTERM and SIGHUP at random moments, made to happen for real: what a CI runner's cancel, a Kubernetes eviction or a
 closed terminal sends to a running session (to its first process only, as Kubernetes does, or to its whole process
-group, as a terminal does), with and without xdist.
+group, as a terminal does), with and without xdist, and with --slots.
 
 Each run: the session ends well inside Kubernetes' 30 s grace period, with exit status 12 and the one line that says
 it stopped and how to go on; the task in flight is masked `infra_error[interrupted]`, none is a failure; every line
@@ -50,7 +50,8 @@ def allure_tasks(run_dir) -> dict[str, set[str]]:
     (["-n", "2"], signal.SIGTERM, True, 4),
     (["-p", "no:xdist"], signal.SIGTERM, False, 5),
     (["-p", "no:xdist"], signal.SIGHUP, False, 6),
-], ids=["xdist-term-1", "xdist-term-2", "xdist-hup", "xdist-term-group", "single-term", "single-hup"])
+    (["--slots", "2"], signal.SIGTERM, False, 7),
+], ids=["xdist-term-1", "xdist-term-2", "xdist-hup", "xdist-term-group", "single-term", "single-hup", "slots-term"])
 def test_a_signal_at_a_random_moment_stops_the_session_as_ctrl_c_and_resume_completes(tmp_path, workers, sent,
                                                                                         to_group, seed):
     run_dir = tmp_path / "run"

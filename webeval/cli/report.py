@@ -1,4 +1,4 @@
-"""`webeval report DIR`: the run's HTML report (Allure 3) as a folder (and, asked for, a single file), with its history."""
+"""`webeval report DIR`: the run's HTML report (Allure 3) as a folder (a single file on request), with its history."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise CommandError(f"{full_disk(error, run_dir.path).line}; free space there, then run "
                            f"`webeval report {args.run_dir}` again (what it wrote is whole)") from None
-    print(f"{population.name}: {population.size} tasks in the report, {len(missing)} of them without a test result of their own")
+    print(f"{population.name}: {population.size} tasks in the report, {len(missing)} of them without a test result "
+          "of their own")
     if pictured:
         print(f"pictures: click marks and a replay drawn for {pictured} test result{'s' if pictured != 1 else ''}")
     print(f"report: {built.folder.absolute() / 'index.html'}")

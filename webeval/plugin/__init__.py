@@ -8,8 +8,8 @@ import pytest
 
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin import allure, browsers, cost_limit, episode_fixtures, epoch_option, gate_options, options, outcome
-from webeval.plugin import policies, progress, redaction, rejudge_selection, selection, session_summary, session_versions
-from webeval.plugin import stops, suite
+from webeval.plugin import policies, progress, redaction, rejudge_selection, selection, session_summary
+from webeval.plugin import session_versions, stops, suite
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, chosen

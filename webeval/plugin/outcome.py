@@ -129,7 +129,8 @@ def kept(item: pytest.Item, record: AttemptRecord) -> AttemptRecord:
             raise
         full = full_disk(error, run_dir.path)
     halt(item.config, DISK, full.line, item.session)
-    return record.model_copy(update={"outcome": Outcome.infra_error, "kind": DISK, "failure_class": None, "verdict": None,
+    return record.model_copy(update={"outcome": Outcome.infra_error, "kind": DISK, "failure_class": None,
+                                     "verdict": None,
                                      "reason": f"infra[{DISK}]: {full.line}; the attempt's record was not kept"})
 
 

@@ -90,7 +90,8 @@ def _config(name: str, output: Path, history: Path | None, single_file: bool = F
         "agent": {"enabled": False},  # Allure's output for coding agents: nothing a reviewer opens
     }
     if single_file:
-        plugins["single"] = {"import": "@allurereport/plugin-awesome", "options": {"reportName": name, "singleFile": True}}
+        plugins["single"] = {"import": "@allurereport/plugin-awesome",
+                             "options": {"reportName": name, "singleFile": True}}
     config: dict = {
         "name": name,
         "output": str(output),

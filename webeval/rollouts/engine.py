@@ -176,7 +176,7 @@ class RolloutEngine:
             line = full_disk(disk_error(exc), self.run_dir.path).line
         self.stop(line)
         return record.model_copy(update={"outcome": "infra_error", "verifier": None,
-                                         **masked(DISK_KIND, f"infra[disk]: {line}; the rollout's record was not kept")})
+                                         **masked(DISK_KIND, f"infra[disk]: {line}; its record was not kept")})
 
     def prepare(self, request: RolloutRequest) -> tuple[Task, PolicyFactory]:
         try:
