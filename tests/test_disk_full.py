@@ -101,13 +101,16 @@ def test_a_download_that_fills_the_temporary_directory_masks_its_attempt_as_disk
     ends as infra_error[disk] naming that filesystem, never the agent's failure."""
     run_dir = tmp_path / "run"
 
+    started = []
+
     def script(request: dict):
         now = seen(request)
         if now.step == 1:
             return click(ENTER)
-        return click(slot(1)) if now.step == 2 else wait(1)
+        started.extend(["yes"] if "download" in now.last else [])
+        return wait(1) if started else click(slot(1))  # the 1 GB link, until the download is under way
 
-    with short_folder() as short, small_filesystem(short / "tmp", 24 * MB) as temp, OpenAIStub(script) as stub:
+    with short_folder() as short, small_filesystem(short / "tmp", 16 * MB) as temp, OpenAIStub(script) as stub:
         job = Run(["-p", "no:xdist", "fixtures/suites/hostile", "-k", "downloads", "--run-dir", str(run_dir),
                    "--policy", "openai", "--policy-base-url", stub.base_url, "--policy-model", "stub-model",
                    "--max-steps", "30", "--download-max-mb", "200"], run_dir, env={"TMPDIR": str(temp)})

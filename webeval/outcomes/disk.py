@@ -65,14 +65,19 @@ def _mounts() -> list[tuple[str, str]]:
     return found
 
 
+def free_bytes(folder: Path | str) -> int:
+    """What is free for this user on the filesystem of `folder` (OSError when it is gone)."""
+    stat = os.statvfs(folder)
+    return stat.f_bavail * stat.f_frsize
+
+
 def space_of(folder: Path | str) -> Space:
     """The filesystem of `folder` (or of its nearest existing parent)."""
     path = Path(folder).absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
     try:
-        stat = os.statvfs(path)
-        free = stat.f_bavail * stat.f_frsize
+        free = free_bytes(path)
     except OSError:
         free = 0
     mount = path
@@ -108,11 +113,15 @@ class DiskFull(InfraError):
 
 def full_disk(error: OSError, run_path: Path, temp_need: int = PROFILE_BYTES) -> DiskFull:
     """The DiskFull that `error` (a full-disk OSError) means: on the run directory's filesystem, or elsewhere (the
-    temporary directory, most often), as the path it names says. What a task needs there: in the run directory
-    its largest attempt so far; in the temporary directory `temp_need` (Chromium's profile and a download)."""
+    temporary directory, most often), as the path it names says."""
     named = Path(error.filename) if isinstance(error.filename, (str, os.PathLike)) else None
-    space = space_of(named.parent if named is not None else run_path)
-    code = error.errno or errno.ENOSPC
+    return full_at(space_of(named.parent if named is not None else run_path), run_path, temp_need,
+                   error.errno or errno.ENOSPC)
+
+
+def full_at(space: Space, run_path: Path, temp_need: int = PROFILE_BYTES, code: int = errno.ENOSPC) -> DiskFull:
+    """A DiskFull of `space`, in its role: what a task needs there is, in the run directory, its largest attempt so
+    far; in the temporary directory `temp_need` (Chromium's profile and a download)."""
     if space.mount == space_of(run_path).mount:
         return DiskFull(space, RUN_ROLE, max(FLOOR_BYTES, largest_attempt(run_path)), code)
     if space.mount == space_of(temp_dir()).mount:
