@@ -24,11 +24,13 @@ from bench.common import ROOT, loadavg  # noqa: E402
 RESULTS = ROOT / "bench" / "results.json"
 # module -> seconds it may take (the whole run must stay under 10 minutes on this machine, whole_run aside: it runs the
 # whole local suite at -n 1, 6-8 minutes by itself)
-MODULES = {"reconcile": 60, "rejudge": 120, "infra_latency": 120, "step": 150, "startup": 90, "scaling": 400,
-           "whole_run": 1400, "whole_run_slots": 1400, "rollouts": 2400, "browsergym": 360, "storage": 900}
+MODULES = {"reconcile": 60, "taskset": 240, "rejudge": 120, "infra_latency": 120, "step": 150, "startup": 90,
+           "scaling": 400, "whole_run": 1400, "whole_run_slots": 1400, "rollouts": 2400, "browsergym": 360,
+           "storage": 900}
 # Run only when named (`make soak` is `--only soak`): five whole runs of the suite at -n 8.
 ON_REQUEST = {"soak": 3600}
-ORDER = ["reconcile_100k_s", "rejudge_per_s", "infra_detect_s", "step_overhead_ratio", "settle_ms", "worker_start_s", "task_setup_s",
+ORDER = ["reconcile_100k_s", "taskset_index_300k_s", "taskset_peak_rss_mb", "rejudge_per_s", "infra_detect_s",
+         "step_overhead_ratio", "settle_ms", "worker_start_s", "task_setup_s",
          "scaling_8_over_1", "parallel_start_8_s", "worker_pss_gb", "whole_run_8_over_1", "tail_idle_fraction",
          "whole_run_slots_8_over_1", "rollouts_async_over_sync", "rollouts_async_over_sequential",
          "rollout_slot_idle_fraction", "rollout_pss_gb_per_slot",

@@ -16,6 +16,7 @@ import pytest
 from tests.runs import run
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.writer import claim
 from webeval.tasks import population_of, read_jsonl
 
 HOSTILE_TASKS = Path(__file__).parents[1] / "fixtures" / "tasks" / "hostile.jsonl"
@@ -28,7 +29,8 @@ def row(**changed) -> str:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    """A run directory that already holds a record and an attempt's files: what no bad input may touch."""
+    """A run directory that already holds a record and an attempt's files, as a session leaves it (its writer lease
+    given back): what no bad input may touch."""
     tasks = read_jsonl(HOSTILE_TASKS)
     run_dir = RunDir(tmp_path_factory.mktemp("recorded") / "run").create(
         population_of("hostile", tasks, [HOSTILE_TASKS]))
@@ -36,6 +38,7 @@ def recorded(tmp_path_factory) -> Path:
     (folder / "trajectory.jsonl").write_text(json.dumps({"step": 1, "actions": []}) + "\n")
     run_dir.append(AttemptRecord(run_id=run_dir.run_id, task_id=tasks[0].id, site=tasks[0].site,
                                  outcome=Outcome.passed, steps=1, path=str(folder.relative_to(run_dir.path))))
+    claim(run_dir.path, "recorded").release()
     return run_dir.path
 
 

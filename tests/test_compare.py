@@ -202,7 +202,7 @@ def test_the_paired_gate_command_takes_the_sessions_own_gate_options():
     command = help_options(command_help("gate"), prefixes)
     session = help_options(pytest_help("suites/local"), prefixes)
     assert command == option_strings((GATE_ALPHA, ALLOW_INCOMPLETE))
-    assert session == option_strings(GATE_FLAGS) | {"--cost-limit"}
+    assert session == option_strings(GATE_FLAGS) | {"--cost-limit", "--allow-mixed"}  # and the run conditions' own
     assert {"--gate-paired-baseline", "--gate-alpha", "--gate-min-score"} <= option_strings(GATE_FLAGS)
 
 

@@ -1,5 +1,7 @@
 """The distribution: a wheel built from the tree is `pytest-webeval`, a pytest plugin; installed into a fresh virtual
-environment, pytest finds its options and the `webeval` command runs.
+environment, pytest finds its options and the `webeval` command runs, and from an empty folder outside the repository
+a newcomer runs a task file (`pytest tasks.jsonl`) and a shipped benchmark (`webeval new-suite local`, then
+`pytest local`).
 
 The fresh environment takes its dependencies from this one (a path line in a .pth file: the packages are there, and
 nothing of this environment's own webeval, whose editable finder a plain path line does not run), so the test needs
@@ -8,6 +10,7 @@ no network and installs only the wheel."""
 from __future__ import annotations
 
 import email
+import json
 import os
 import re
 import shutil
@@ -17,8 +20,12 @@ import sysconfig
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
+
+import pytest
 
 from tests.conftest import ROOT
+from webeval.benchmarks.miniwob.server import PageServer
 
 
 OFFLINE_BENCHMARKS = """
@@ -67,8 +74,31 @@ def fresh_venv(tmp_path: Path) -> Path:
     return venv
 
 
-def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path]:
+    """(the wheel, a fresh virtual environment with only it installed)."""
+    tmp_path = tmp_path_factory.mktemp("installed")
     wheel = build_wheel(tmp_path)
+    venv = fresh_venv(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                           "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return wheel, venv
+
+
+def newcomer(folder: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """Commands run in `folder` as a user of the package runs them: no PYTHONPATH, no pytest of ours around it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PYTEST_")}
+
+    def run(*command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+
+    return run
+
+
+def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(installed, tmp_path):
+    wheel, venv = installed
     assert wheel.name.startswith("pytest_webeval-")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -84,19 +114,8 @@ def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
     data = package_data()  # the offline benchmarks' sites and task files
     assert len(data) > 30 and data <= set(names), sorted(data - set(names))
 
-    venv = fresh_venv(tmp_path)
     python = venv / "bin" / "python"
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                           "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-    elsewhere = tmp_path / "elsewhere"  # no conftest, no pyproject, not the repository
-    elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PYTEST_")}
-
-    def run(*command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
-
+    run = newcomer(tmp_path / "elsewhere")  # no conftest, no pyproject, not the repository
     where = run(str(python), "-c", "import webeval, importlib.metadata as m; "
                                     "print(webeval.__file__); print(m.distribution('pytest-webeval').locate_file(''))")
     assert where.returncode == 0, where.stderr
@@ -118,3 +137,45 @@ def test_the_wheel_is_pytest_webeval_and_works_in_a_fresh_venv(tmp_path):
     command = run(str(venv / "bin" / "webeval"), "--help")
     assert command.returncode == 0, command.stderr
     assert command.stdout.startswith("usage: webeval") and "summary" in command.stdout and "merge" in command.stdout
+
+
+NEWCOMER_TASKS = [
+    {"id": "sencha-price", "site": "tea-shop", "goal": "How much does a pot of Sencha cost? Answer with the price.",
+     "start_url": "{origin}/index.html", "answer": {"regex": "^\\$?4\\.50?$"},
+     "solution": [{"do": "answer", "text": "4.50"}]},
+    {"id": "two-assam", "site": "tea-shop", "goal": "Put two pots of Assam in the basket, and nothing else.",
+     "start_url": "{origin}/index.html", "page": {"selector": "#basket", "exact": "Assam x 2"},
+     "solution": [{"do": "click", "selector": "#add-assam"}, {"do": "click", "selector": "#add-assam"},
+                  {"do": "answer", "text": "done"}]},
+]
+
+
+def finished_run(folder: Path, before: set[Path]) -> dict:
+    """The summary of the one run directory the command left under `folder`/reports/runs."""
+    (run_dir,) = set((folder / "reports" / "runs").iterdir()) - before
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_an_installed_package_runs_a_task_file_and_a_shipped_benchmark_from_an_empty_folder(installed, tmp_path):
+    _, venv = installed
+    folder = tmp_path / "newcomer"
+    run = newcomer(folder)
+    shutil.copy(ROOT / "docs" / "examples" / "tasks" / "index.html", folder / "index.html")  # the task file's page
+    with PageServer(folder) as page:
+        lines = [json.dumps(task).replace("{origin}", page.origin) for task in NEWCOMER_TASKS]
+        (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+        tasks = run(str(venv / "bin" / "python"), "-m", "pytest", "tasks.jsonl", "--policy", "oracle", timeout=600)
+    assert tasks.returncode == 0, tasks.stdout + tasks.stderr
+    assert "2 passed" in tasks.stdout and f"rootdir: {folder}" in tasks.stdout, tasks.stdout
+    done = finished_run(folder, set())
+    assert (done["population"], done["n"], done["passed"], done["complete"]) == ("tasks", 2, 2, True), done
+
+    written = run(str(venv / "bin" / "webeval"), "new-suite", "local")
+    assert written.returncode == 0, written.stderr
+    assert sorted(p.name for p in (folder / "local").iterdir()) == ["conftest.py", "test_local.py"]
+    before = set((folder / "reports" / "runs").iterdir())
+    local = run(str(venv / "bin" / "python"), "-m", "pytest", "local", "-k", "Shop--0 or News--0", timeout=600)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert "2 passed, 43 deselected" in local.stdout, local.stdout
+    shipped = finished_run(folder, before)
+    assert (shipped["population"], shipped["n"], shipped["passed"]) == ("local", 45, 2), shipped

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_documented_profiles_load():
     profiles = sorted((ROOT / "docs" / "profiles").glob("*.toml"))
     loaded = {path.name: load_profile(path, {}) for path in profiles}
-    assert {p.adapter for p in loaded.values()} == {"tools", "webvoyager", "ui-tars", "computer-use"}
-    assert len(loaded) == 7 and {p.api for p in loaded.values()} == {"chat", "responses"}
+    assert {p.adapter for p in loaded.values()} == {"tools", "webvoyager", "ui-tars", "computer-use", "grid-1"}
+    assert len(loaded) == 9 and {p.api for p in loaded.values()} == {"chat", "responses"}
     assert all(p.model and p.base_url.startswith("http") for p in loaded.values())
 
 

@@ -88,8 +88,16 @@ def test_a_malformed_task_file_stops_the_session_naming_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--population", "webarena"], "--population 'webarena' is unknown: use one of original, maintained-595, nemo-552"),
-    (["--population", "nemo-552"], "population 'nemo-552' is not prepared: run `webeval prepare webvoyager "
-                                   "--population nemo-552`, or pass --data-dir"),
+    (["--population", "nemo-552"], "population 'nemo-552' is not prepared: `webeval prepare webvoyager --population "
+                                   "nemo-552` downloads it (jayl940712/webarena_benchmarks@6a29779 webvoyager.jsonl, "
+                                   "sha256 f635a9b27fa1, from https://raw.githubusercontent.com/jayl940712/"
+                                   "webarena_benchmarks/6a2977939b157b0ab9de7799bb089c721f1ac115/webvoyager.jsonl); "
+                                   "or pass --data-dir DIR"),
+    (["--preset", "nemo", "--population", "original"], "--preset nemo sets --population nemo-552, --screen "
+                                                       "1920x1080, --judge-unparseable fail, --policy-tool-names "
+                                                       "tabs=tab: drop --population original, or leave out --preset"),
+    (["--preset", "nemo", "--tasks-file", "TASKS"], "drop --tasks-file "),
+    (["--preset", "nemo"], "population 'nemo-552' is not prepared"),
     (["--tasks-file", "TASKS", "--population", "original"], "--population and --tasks-file are alternatives"),
     (["--tasks-file", "TASKS", "--today", "tomorrow"], "--today 'tomorrow': expected a date YYYY-MM-DD"),
     (["--tasks-file", "TASKS", "--site-map", "Allrecipes"], "--site-map 'Allrecipes': expected NAME=VALUE"),

@@ -15,6 +15,7 @@ from webeval.runtime.downloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_MB
 
 _SCREEN = re.compile(r"^(\d+)x(\d+)$")
 SCREEN_SIDES = (100, 16384)  # pixels; Xvfb refuses larger screens, and a page is unusable on a smaller one
+DEFAULT_SCREEN = "1280x720"  # the option has no default of its own, so that a preset can tell it was not given
 
 RUN_DIR = Flag("--run-dir", metavar="DIR", help="run directory (default reports/runs/<timestamp>)")
 SLOTS = Flag("--slots", type=int, metavar="N",
@@ -27,7 +28,7 @@ COST_LIMIT = Flag("--cost-limit", type=float, metavar="USD",
 RUN_FLAGS = (
     RUN_DIR,
     SLOTS,
-    Flag("--screen", default="1280x720", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
+    Flag("--screen", metavar="WxH", help="screen and screenshot size WxH (default 1280x720)"),
     Flag("--max-steps", type=int, default=30, metavar="N", help="step budget per task (default 30)"),
     Flag("--step-timeout", type=float, default=120.0, metavar="S", help="seconds one step may take (default 120)"),
     Flag("--task-timeout", type=float, default=900.0, metavar="S", help="seconds one task may take (default 900)"),
@@ -98,7 +99,7 @@ def run_settings(values: Mapping[str, Any], policy: str | None = None, default_s
             raise OptionError(f"--{name.replace('_', '-')} must be positive")
     return Settings(
         policy=policy,
-        screen=screen_size(values["screen"]),
+        screen=screen_size(values["screen"] or DEFAULT_SCREEN),
         budgets=Budgets(max_steps=values["max_steps"], step_timeout_s=values["step_timeout"],
                         task_timeout_s=values["task_timeout"]),
         settle_cap_s=values["settle_cap"],

@@ -1,4 +1,7 @@
-"""The embedded offline suite: five sites on 127.0.0.1, tasks with their own verifiers and oracle solutions."""
+"""The embedded offline suite: five sites on 127.0.0.1, tasks with their own verifiers and oracle solutions.
+
+`webeval new-suite local` writes this folder.
+"""
 
 import pytest
 

@@ -1,4 +1,7 @@
-"""MiniWoB++: every task of the `miniwob` package, one test per task x seed, judged by the page's own reward."""
+"""MiniWoB++: every task of the `miniwob` package, one test per task x seed, judged by the page's own reward.
+
+`webeval new-suite miniwob` writes this folder.
+"""
 
 import pytest
 

@@ -1,5 +1,8 @@
 """Rubric tasks on the offline sites: each asks for several facts at once and is judged fact by fact by a model
-judge under the `rubric` protocol (`--judge-profile PROFILE`); the oracle acts unless a policy is given."""
+judge under the `rubric` protocol (`--judge-profile PROFILE`); the oracle acts unless a policy is given.
+
+`webeval new-suite rubric` writes this folder.
+"""
 
 import pytest
 

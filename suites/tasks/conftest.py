@@ -1,4 +1,8 @@
-"""Task files of one's own: `pytest suites/tasks --tasks-file my.jsonl`, each task judged by its own verifier."""
+"""Task files of one's own: `pytest suites/tasks --tasks-file my.jsonl`, each task judged by its own verifier
+(`pytest my.tasks.jsonl` runs a task file without a suite folder).
+
+`webeval new-suite tasks` writes this folder.
+"""
 
 import pytest
 

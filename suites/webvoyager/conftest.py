@@ -2,6 +2,8 @@
 
 `pytest -n 8 suites/webvoyager --policy openai ... --judge-base-url URL --judge-model NAME`; see
 `pytest suites/webvoyager --help` (section "webeval: the WebVoyager suite") for populations, site maps, proxies.
+
+`webeval new-suite webvoyager` writes this folder.
 """
 
 import pytest

@@ -30,13 +30,21 @@ from typing import TYPE_CHECKING, Any, AsyncContextManager, AsyncIterator, Mappi
 
 from webeval.flags import Flag, OptionError, with_defaults
 from webeval.tasks import Population, Task
+from webeval.tasks.taskset import TaskSet, TaskSubset
 
 if TYPE_CHECKING:  # the types only: reading a population needs no browser library
     from webeval.agent.environment import Environment
+    from webeval.judges.config import JudgeConfig
     from webeval.judges.decide import Judge
 
 PACKAGES = {name: f"webeval.benchmarks.{name}" for name in ("local", "rubric", "miniwob", "webvoyager", "tasks")}
 WITH_ARGUMENT = {"tasks"}  # `tasks:PATH` (or `tasks`, the file given as the value `tasks_file`)
+TASK_FILES = "tasks"  # the benchmark a task file of one's own is: what `pytest my.tasks.jsonl` runs
+
+
+def plugin_module(name: str) -> str:
+    """The module a suite's conftest loads for benchmark `name` (its pytest hooks, options and fixtures)."""
+    return f"{PACKAGES[name]}.plugin"
 
 
 @dataclass(frozen=True)
@@ -45,10 +53,16 @@ class BenchmarkSetup:
 
     name: str
     population: Population  # the fixed denominator
-    tasks: tuple[Task, ...]  # the population's tasks in its order
+    tasks: Sequence[Task]  # the population's tasks in its order (a TaskSet: read through its index when asked for)
     default_policy: str | None = None  # "oracle" for suites that prove themselves without a model
     documents: Mapping[str, Any] = field(default_factory=dict)  # the suite's own files for the run directory
     header: tuple[str, ...] = ()  # the session-header lines
+    conditions: Mapping[str, str] = field(default_factory=dict)  # what a run's score depends on (a judge, a preset)
+
+    @property
+    def judge_to_check(self) -> JudgeConfig | None:
+        """The model judge a session checks once before any task (None: nothing to check)."""
+        return None
 
 
 @dataclass
@@ -71,9 +85,11 @@ class Benchmark:
                    dict(setup.documents), setup.header)
 
     def task(self, task_id: str) -> Task:
-        if not self._by_id:
-            self._by_id = {task.id: task for task in self.tasks}
         try:
+            if isinstance(self.tasks, (TaskSet, TaskSubset)):  # read from its line, never all of them
+                return self.tasks.get(task_id)
+            if not self._by_id:
+                self._by_id = {task.id: task for task in self.tasks}
             return self._by_id[task_id]
         except KeyError:
             raise KeyError(f"task {task_id!r} is not in benchmark {self.name} ({self.population.name}, "

@@ -9,9 +9,11 @@ import warnings
 
 # Each module has `add_parser(subparsers)`, which registers its subcommand with `func=run(args) -> int` (the module's
 # name says what it does; `paired_gate` registers `webeval gate`, `profile_check` `webeval profile`,
-# `collect_rollouts` `webeval rollouts collect`).
+# `collect_rollouts` `webeval rollouts collect`, `tasksets` `webeval tasks`,
+# `new_suite` `webeval new-suite`).
 COMMANDS = ("summary", "merge", "diff", "paired_gate", "prepare", "reverify", "report", "profile_check",
-            "judge_agreement", "calibrate", "export", "split", "decompose", "imports", "collect_rollouts")
+            "judge_agreement", "calibrate", "export", "split", "decompose", "imports", "collect_rollouts",
+            "tasksets", "new_suite")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if hasattr(args, "extra"):
         args.extra = extra
+    name = " ".join(part for part in (args.command, getattr(args, "tasks_command", None),
+                                      getattr(args, "rollouts_command", None)) if part)
 
     said: set[str] = set()
 
@@ -42,13 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         # two with the harness's own source line, and not again where another part of the harness met it too.
         if str(message) not in said:
             said.add(str(message))
-            print(f"webeval {args.command}: warning: {message}", file=sys.stderr)
+            print(f"webeval {name}: warning: {message}", file=sys.stderr)
 
     warnings.showwarning = one_line
     try:
         return args.func(args)
     except CommandError as exc:
-        print(f"webeval {args.command}: error: {exc}", file=sys.stderr)
+        print(f"webeval {name}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

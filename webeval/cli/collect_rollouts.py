@@ -4,7 +4,8 @@ Each task of the suite (or the first `--tasks K`, or those named with `--task-id
 task, on N slots at once; records go to DIR/rollouts.jsonl and the screenshots stay in DIR/tasks/. Running the same
 command again goes on where the last run stopped (Ctrl-C, SIGTERM, a stopped endpoint): no rollout is run twice.
 The suite's own options (`--population`, `--tasks-file`, the judge's, ...) are taken after `--suite`; `--help` with
-a `--suite` lists them.
+a `--suite` lists them. With `--ray ADDRESS` the rollouts run on the nodes of a Ray cluster instead, each node's
+screenshots on that node (docs/training.md, "Across nodes with Ray").
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from webeval.cli import CommandError
+from webeval.cli.ray_collection import RAY_FLAGS
 from webeval.flags import Flag, OptionError, add_arguments, values_of
 from webeval.policy.choice import POLICY_FLAGS, PolicyChoice
 from webeval.run_settings import RUN_FLAGS, SESSION_ONLY_FLAGS, Settings, run_settings
@@ -42,7 +44,7 @@ OWN_FLAGS = (
     Flag("--grace", type=float, default=30.0, metavar="S", help="see --completion-threshold (default 30)"),
     Flag("--judge-concurrency", type=int, default=8, metavar="N", help="verdicts awaited at once (default 8)"),
 )
-COMMON_FLAGS = (*OWN_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag not in SESSION_ONLY_FLAGS))
+COMMON_FLAGS = (*OWN_FLAGS, *RAY_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag not in SESSION_ONLY_FLAGS))
 
 
 def add_parser(subparsers) -> None:
@@ -92,6 +94,11 @@ def _check(values: dict[str, Any]) -> None:
         raise CommandError("--completion-threshold must be above 0 and at most 1")
     if values["grace"] < 0 or (values["tasks"] is not None and values["tasks"] < 1):
         raise CommandError("--grace must not be negative, --tasks must be at least 1")
+    if values["ray"] and values["slots"] is not None:
+        raise CommandError("--slots does not go with --ray: each node runs as many slots as its `browser` resource "
+                           "(ray start --resources '{\"browser\": N}')")
+    if values["resubmit_lost"] and not values["ray"]:
+        raise CommandError("--resubmit-lost goes with --ray: only a Ray node can be lost")
 
 
 async def collect_command(suite: str, values: dict[str, Any], suite_values: dict[str, Any]) -> int:
@@ -101,6 +108,10 @@ async def collect_command(suite: str, values: dict[str, Any], suite_values: dict
         write_summary
 
     out = Path(values["out"])
+    if values["ray"]:
+        from webeval.cli.ray_collection import join_cluster
+
+        join_cluster(values["ray"])  # before anything is written: an unreachable cluster is one line and no folder
     try:
         setup = benchmark_setup(suite, suite_values)
         choice = PolicyChoice.from_values({**values, "policy": values["policy"] or setup.default_policy})
@@ -123,11 +134,15 @@ async def collect_command(suite: str, values: dict[str, Any], suite_values: dict
     interrupted = asyncio.Event()
     _on_signals(interrupted)
     began = asyncio.get_running_loop().time()
-    async with open_setup(suite, setup, suite_values) as benchmark:
-        async with RolloutEngine(benchmark, out, _policies(choice, settings, values),
-                                 _engine_settings(settings, values)) as engine:
-            batch = await collect(engine, pending, completion_threshold=values["completion_threshold"],
-                                  grace_s=values["grace"], on_record=progress.add, interrupted=interrupted)
+    if values["ray"]:
+        batch = await _collect_on_ray(suite, setup, suite_values, values, choice, settings, pending, progress,
+                                      interrupted)
+    else:
+        async with open_setup(suite, setup, suite_values) as benchmark:
+            async with RolloutEngine(benchmark, out, _policies(choice, settings, values),
+                                     _engine_settings(settings, values)) as engine:
+                batch = await collect(engine, pending, completion_threshold=values["completion_threshold"],
+                                      grace_s=values["grace"], on_record=progress.add, interrupted=interrupted)
     final = RolloutStore(out).final()
     records = [final[request.id] for request in requests if request.id in final]
     summary = summarize(records, len(requests), asyncio.get_running_loop().time() - began, batch.records)
@@ -137,10 +152,23 @@ async def collect_command(suite: str, values: dict[str, Any], suite_values: dict
     return _status(batch, summary, interrupted.is_set())
 
 
+async def _collect_on_ray(suite: str, setup, suite_values: dict[str, Any], values: dict[str, Any],
+                          choice: PolicyChoice, settings: Settings, pending, progress, interrupted: asyncio.Event):
+    from webeval.cli.ray_collection import collect_suite_on_ray
+
+    return await collect_suite_on_ray(
+        values["ray"], suite, suite_values, choice, pending, Path(values["out"]),
+        settings=_engine_settings(settings, values), token_ids=not values["no_token_ids"],
+        task_ids=set(setup.population.ids), resubmit_lost=values["resubmit_lost"],
+        completion_threshold=values["completion_threshold"], grace_s=values["grace"], on_record=progress.add,
+        interrupted=interrupted)
+
+
 def _chosen(setup, values: dict[str, Any]) -> list[str]:
-    ids = [task.id for task in setup.tasks]
+    ids = list(setup.population.ids)  # in the tasks' order; a task set's are its index's, no task read
     if values["task_id"]:
-        unknown = [task_id for task_id in values["task_id"] if task_id not in set(ids)]
+        known = set(ids)
+        unknown = [task_id for task_id in values["task_id"] if task_id not in known]
         if unknown:
             raise OptionError(f"--task-id {unknown[0]!r} is not a task of {setup.name} ({len(ids)} tasks)")
         return list(dict.fromkeys(values["task_id"]))

@@ -17,7 +17,7 @@ from webeval.judges.protocols import PROMPT_PINS
 from webeval.judges.protocols.pinned import PromptPin, prompts_folder
 from webeval.benchmarks.webvoyager.settings import cache_root
 from webeval.tasks.population import sha256_of
-from webeval.benchmarks.webvoyager.tasks import POPULATIONS, PinnedFile
+from webeval.benchmarks.webvoyager.tasks import POPULATIONS, PinnedFile, PopulationPin
 
 
 def add_parser(subparsers) -> None:
@@ -51,9 +51,15 @@ def _fetch(pin: PinnedFile, args: argparse.Namespace, target: Path) -> None:
         with urllib.request.urlopen(url, timeout=args.timeout) as response, open(target, "wb") as out:
             shutil.copyfileobj(response, out)
     except urllib.error.HTTPError as exc:
-        raise CommandError(f"{url}: HTTP {exc.code}") from None
+        raise CommandError(f"{url}: HTTP {exc.code}{_elsewhere(pin)}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise CommandError(f"{url}: {getattr(exc, 'reason', exc)}") from None
+        raise CommandError(f"{url}: {getattr(exc, 'reason', exc)}{_elsewhere(pin)}") from None
+
+
+def _elsewhere(pin: PinnedFile | PromptPin) -> str:
+    """Where the file comes from, and how to bring it to a machine that cannot download it."""
+    return (f"; this machine cannot download {pin.name} ({pin.describe()}, sha256 {pin.sha256}): fetch it where "
+            f"that URL is reachable and pass the folder holding it with --from DIR (it is sha256 checked)")
 
 
 def prepare(pin: PinnedFile | PromptPin, folder: Path, args: argparse.Namespace) -> str:
@@ -79,10 +85,20 @@ def run(args: argparse.Namespace) -> int:
         for protocol in args.protocols or PROMPT_PINS:
             print(prepare(PROMPT_PINS[protocol], folder, args))
         return 0
-    pin = POPULATIONS[args.population]
-    folder = (args.cache_dir or cache_root()) / pin.name
-    folder.mkdir(parents=True, exist_ok=True)
-    for file in pin.files:
-        print(prepare(file, folder, args))
-    print(f"population {pin.name} ({pin.size} tasks) is ready in {folder}")
+    prepare_population(POPULATIONS[args.population], args.cache_dir or cache_root(), args)
     return 0
+
+
+def prepare_population(pin: PopulationPin, cache: Path, args: argparse.Namespace) -> Path:
+    """Every file of a population's pin into `cache/<name>`, each sha256 checked; its folder."""
+    folder = cache / pin.name
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        for file in pin.files:
+            print(prepare(file, folder, args))
+    except CommandError:
+        if not any(folder.iterdir()):
+            folder.rmdir()  # nothing prepared: no folder that looks prepared
+        raise
+    print(f"population {pin.name} ({pin.size} tasks) is ready in {folder}")
+    return folder

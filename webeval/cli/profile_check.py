@@ -1,6 +1,7 @@
-"""`webeval profile check NAME|PATH`: validate a model profile and print one request exactly as the policy would
-send it for a first step (images elided, described by their type, size and bytes). The API key is never shown;
-only whether its variable is set."""
+"""`webeval profile check NAME|PATH [--served [URL]]`: validate a model profile and print one request exactly as the
+policy would send it for a first step (images elided, described by their type, size and bytes). The API key is never
+shown; only whether its variable is set. With `--served`, the profile's recipe lock is compared with what its vLLM
+server reports (webeval.policy.openai.recipe_check)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ from PIL import Image
 
 from webeval.actions import Observation
 from webeval.cli import CommandError
+from webeval.models import PreflightError
+from webeval.models.endpoint import read_key
+from webeval.models.served import served_facts
 from webeval.policy.openai import OpenAIPolicy, ProfileError, load_profile, make_adapter
+from webeval.policy.openai.recipe_check import check_recipe
+from webeval.policy.openai.transport import policy_endpoint
 from webeval.policy.openai.image import frame_for
 from webeval.policy.openai.profile import Profile
 from webeval.policy.openai.set_of_marks import Mark
@@ -34,6 +40,9 @@ def add_parser(subparsers) -> None:
     check = actions.add_parser("check", help="validate a policy profile; print one request as it would be sent")
     check.add_argument("profile", metavar="NAME|PATH", help="a .toml or .json file, or a name in policy-profiles.toml")
     check.add_argument("--screen", default="1280x720", metavar="WxH", help="the screen to show (default 1280x720)")
+    check.add_argument("--served", nargs="?", const="", default=None, metavar="URL",
+                       help="compare the profile's recipe lock with what its vLLM server reports (at URL, else at "
+                            "the profile's base_url): exit 1 when a pin differs")
     check.set_defaults(func=run)
 
 
@@ -103,4 +112,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {line}")
     print(f"POST {profile.base_url}/{path}")
     print(json.dumps(elide_images(body), indent=2, ensure_ascii=False))
-    return 0
+    return 0 if args.served is None else served_check(profile, args.served or profile.base_url)
+
+
+def served_check(profile: Profile, url: str) -> int:
+    """The recipe lock against the server at `url`: one line per pin; 1 when one differs or the model is not
+    served, else 0."""
+    endpoint = policy_endpoint(profile.model_copy(update={"base_url": url.rstrip("/")}),
+                               read_key(os.environ, profile.api_key_env))
+    try:
+        facts = served_facts(endpoint)
+    except PreflightError as exc:
+        raise CommandError(str(exc)) from None
+    lock = profile.recipe.lock if profile.recipe is not None else None
+    if facts.model not in facts.listed:
+        listed = ", ".join(facts.listed) or "nothing"
+        print(f"served: {endpoint.base_url} does not serve model {facts.model!r} (it serves {listed})")
+        return 1
+    print(f"served: {endpoint.base_url} serves model {facts.model}; its recipe lock "
+          + ("pins " + ", ".join(lock.pinned()) if lock is not None and lock.pinned() else "pins nothing"))
+    findings = check_recipe(lock, facts)
+    for finding in findings:
+        print(f"  {finding.line}")
+    return 1 if any(finding.state == "differs" for finding in findings) else 0

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import uuid
 from pathlib import Path
 
 from webeval.benchmarks.webvoyager.settings import RUN_CONFIG, Source, parse_today, stored_config
 from webeval.cli import CommandError
 from webeval.flags import OptionError, add_arguments, values_of
 from webeval.judges.config import JudgeConfigError, Judging
-from webeval.judges.judge_options import CONCURRENCY, JUDGE_FLAGS, REJUDGE_FLAGS, judge_config
+from webeval.judges.judge_options import CONCURRENCY, JUDGE_FLAGS, REJUDGE_FLAGS, judge_config, unparseable_convention
 from webeval.judges.rejudge import rejudge
+from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.reconcile import summary_lines, write_summary
 from webeval.outcomes.rundir import RunDir
+from webeval.outcomes.writer import WriterBusy, claim
 
 FLAGS = (*JUDGE_FLAGS, *REJUDGE_FLAGS, CONCURRENCY)
 
@@ -46,24 +49,40 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     run_dir = RunDir(args.run_dir)
     before = run_dir.population()
+    epochs = run_dir.conventions().get(CONVENTION, "1")
+    population, tasks = expand(population, tasks, int(epochs) if epochs.isdigit() else 1)  # a K-epoch run's ids
     if (before.sha256, before.ids) != (population.sha256, population.ids):
         raise CommandError(f"{args.run_dir} is over population {before.name} ({before.sha256[:12]}), but its "
                            f"task source now reads as {population.name} ({population.sha256[:12]})")
+    # The run's own convention unless told another: a merged run re-judges as its sessions judged.
+    unparseable = unparseable_convention(values["judge_unparseable"], run_dir.conventions())
+    try:
+        lease = claim(run_dir.path, f"reverify-{uuid.uuid4().hex[:8]}").keep_renewing()
+    except WriterBusy as exc:
+        asyncio.run(judging.close())
+        raise CommandError(str(exc)) from None
 
     async def go():
         try:
             return await rejudge(run_dir, {t.id: t for t in tasks}, judging.judge, judge_name=config.describe(),
                                  failed_only=values["judge_failed_only"], concurrency=values["judge_concurrency"],
-                                 unparseable=values["judge_unparseable"])
+                                 unparseable=unparseable)
         finally:
             await judging.close()
 
-    results = asyncio.run(go())
+    try:
+        results = asyncio.run(go())
+        return _report(run_dir, results, unparseable)
+    finally:
+        lease.release()
+
+
+def _report(run_dir: RunDir, results: list, unparseable: str) -> int:
     judged = sum(1 for r in results if r.after is not None)
     print(f"re-judged {judged} of {len(results)} tasks; {len(results) - judged} kept as they were")
     for result in results:
         print("  " + result.line())
-    run_dir.set_conventions({"judge_unparseable": values["judge_unparseable"]})
+    run_dir.set_conventions({"judge_unparseable": unparseable})
     summary = write_summary(run_dir)
     for line in summary_lines(summary):
         print(line)

@@ -40,9 +40,11 @@ JUDGE_FLAGS = (
     Flag("--judge-ensemble", metavar="A,B,C",
          help="judge profiles (names or paths) that decide by majority vote; every member's verdict is kept"),
 )
-UNPARSEABLE = Flag("--judge-unparseable", default="mask", choices=("mask", "fail"),
-                   help="a judge reply with no readable verdict after the re-asks: mask (judge_failed, the default) "
-                        "or fail (NeMo Gym's convention: the task counts as failed)")
+UNPARSEABLE = Flag("--judge-unparseable", choices=("mask", "fail"),
+                   help="a judge reply with no readable verdict after the re-asks: mask (judge_failed; the default "
+                        "of a new run), or fail (NeMo Gym's convention: the task counts as failed); a resumed or "
+                        "re-judged run keeps its own unless told")
+DEFAULT_UNPARSEABLE = "mask"
 FAILED_ONLY = Flag("--judge-failed-only", action="store_true",
                    help="re-judging: only the tasks whose judge failed")
 REJUDGE_FLAGS = (UNPARSEABLE, FAILED_ONLY)
@@ -98,3 +100,9 @@ def judge_config(values: Mapping[str, Any], stored: Mapping[str, Any] | None = N
         except JudgeError as exc:
             raise JudgeConfigError(str(exc)) from None
     return config
+
+
+def unparseable_convention(given: str | None, run_conventions: Mapping[str, str] | None = None) -> str:
+    """How a reply with no readable verdict counts: as the option says; else as the run being continued counted it
+    (its conventions); else masked."""
+    return given or (run_conventions or {}).get("judge_unparseable") or DEFAULT_UNPARSEABLE

@@ -21,6 +21,7 @@ GATE_PASSED = 0
 GATE_SCORE = 10  # below --gate-min-score, or below the baseline by more than the tolerance
 GATE_INCOMPLETE = 11  # the run has holes and --allow-incomplete was not given
 SELECTED_INCOMPLETE = 12  # a task this session ran did not complete (masked or not run), without --allow-incomplete
+RUN_DUPLICATES = 13  # the run holds two valid results of one task from two sessions: its score is not one run's
 
 
 GATE_ALPHA = Flag("--gate-alpha", type=float, default=0.05, metavar="A",
@@ -112,6 +113,13 @@ def selected_incomplete(unfinished: dict[str, int], selected: int, cause: str | 
     remedy = remedy or "run them again with --resume DIR, or pass --allow-incomplete"
     head = f"webeval: exit {SELECTED_INCOMPLETE}: " + (f"{cause}; " if cause else "")
     return f"{head}{sum(unfinished.values())} of {selected} selected tasks did not complete ({what}); {remedy}"
+
+def duplicates_line(duplicates: list[str]) -> str:
+    """The last line of a session whose run ends with duplicates (it exits 13)."""
+    shown = ", ".join(duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
+    return (f"webeval: exit {RUN_DUPLICATES}: the run holds {len(duplicates)} duplicate{'s' * (len(duplicates) != 1)} "
+            f"(tasks with valid results from two sessions: {shown}); its score is not one run's: see summary.md")
+
 
 def incomplete_line(n: int, passed: int, failed: int) -> str:
     return (f"gate failed: the run is incomplete ({n - passed - failed} of {n} tasks without a valid result); resume "

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel
 
 from webeval.outcomes import epochs
+from webeval.outcomes.conditions import Differences, mixed_lines
 from webeval.outcomes.cost import TOKENS
 from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
@@ -53,6 +54,8 @@ class Summary(BaseModel):
     conventions: dict[str, str] = {}  # how the run counted what it could not judge (judge_unparseable: mask | fail)
     epochs: dict[str, Any] = {}  # a K-epoch run's pass@1, pass@k, pass^k, flakiness and standard error
     cost: dict[str, Any] = {}  # tokens and dollars spent, policy and judge apart, over every attempt (spending.py)
+    conditions: dict[str, str] = {}  # what the run's first session ran under (webeval.outcomes.conditions)
+    mixed: dict[str, dict[str, tuple[str, str]]] = {}  # sessions allowed to mix, and what they had otherwise
 
     @property
     def masked_total(self) -> int:
@@ -91,8 +94,8 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
     return final, duplicates
 
 
-def reconcile(population: Population, records: list[AttemptRecord],
-              conventions: dict[str, str] | None = None) -> Summary:
+def reconcile(population: Population, records: list[AttemptRecord], conventions: dict[str, str] | None = None,
+              conditions: tuple[dict[str, str], dict[str, Differences]] | None = None) -> Summary:
     final, duplicates = final_records(population, records)
     unexpected = sorted({r.task_id for r in records} - set(population.ids))
     masked: Counter[str] = Counter()
@@ -147,6 +150,7 @@ def reconcile(population: Population, records: list[AttemptRecord],
         conventions=conventions or {},
         epochs=_epoch_figures(final_outcomes, conventions or {}),
         cost=run_cost(population.ids, records, passed),
+        conditions=(conditions or ({}, {}))[0], mixed=(conditions or ({}, {}))[1],
     )
 
 
@@ -189,10 +193,24 @@ def summary_lines(summary: Summary) -> list[str]:
     if summary.failure_classes:
         lines.append("  failures: " + counted(summary.failure_classes))
     lines += epochs.lines(summary.epochs)
+    lines += condition_lines(summary)
     usage = {key: value for key, value in summary.usage.items() if not (summary.cost and key in TOKENS)}
     if any(usage.values()):  # its tokens, when there are any, are on the cost lines
         lines.append("  policy: " + counted(usage))
     return lines + cost_lines(summary.cost) + site_lines(summary)
+
+
+def condition_lines(summary: Summary) -> list[str]:
+    """What the run is on the terms of (a preset), its recipe lock, and the sessions allowed to mix conditions."""
+    lines = []
+    if summary.conditions.get("preset", "-") != "-":
+        lines.append(f"  preset {summary.conditions['preset']}")
+    if summary.conditions.get("recipe lock", "-") != "-":
+        lines.append(f"  recipe lock: {summary.conditions['recipe lock']}")
+    if summary.mixed:
+        lines.append("  MIXED conditions (--allow-mixed), against the first session's: "
+                     + " | ".join(mixed_lines(summary.mixed)))
+    return lines
 
 
 def site_lines(summary: Summary) -> list[str]:
@@ -234,6 +252,11 @@ def summary_markdown(summary: Summary) -> str:
         rows += ["", *(line.strip() for line in epochs.lines(summary.epochs))]
     if summary.cost:
         rows += ["", *(line.strip() for line in cost_lines(summary.cost))]
+    if summary.conditions:
+        rows += ["", "| condition | the run's first session |", "|---|---|",
+                 *(f"| {name} | {value} |" for name, value in summary.conditions.items())]
+    if summary.mixed:
+        rows += ["", "Mixed conditions (--allow-mixed): " + "; ".join(mixed_lines(summary.mixed))]
     return "\n".join(rows) + "\n"
 
 
@@ -244,7 +267,8 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 def write_summary(run_dir: RunDir, summary: Summary | None = None) -> Summary:
     """Reconcile a run directory (unless `summary` is its reconciliation already) and write its summary.json and
     summary.md, each whole or not at all (OSError: a full disk)."""
-    summary = summary or reconcile(run_dir.population(), run_dir.records(), run_dir.conventions())
+    summary = summary or reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(),
+                                   run_dir.conditions())
     data = {**summary_json(summary), **summary_versions(run_dir.path)}  # what the run's sessions ran with
     replace_file(run_dir.path / "summary.json", json.dumps(data, indent=2))
     replace_file(run_dir.path / "summary.md", summary_markdown(summary))

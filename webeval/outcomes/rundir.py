@@ -10,6 +10,9 @@ from typing import Any
 
 from filelock import FileLock
 
+from webeval.outcomes.conditions import (
+    CONDITIONS, Conditions, ConditionsDiffer, Differences, differences, document, read_document, refusal,
+)
 from webeval.outcomes.record import AttemptRecord
 from webeval.outcomes.whole_lines import append_line, replace_file
 from webeval.tasks import Population
@@ -109,6 +112,41 @@ class RunDir:
         merged = {**self.conventions(), **conventions}
         if merged != self.conventions():
             replace_file(self.path / CONVENTIONS, json.dumps(merged, indent=2))
+
+    def _conditions_file(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / CONDITIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def conditions(self) -> tuple[Conditions, dict[str, Differences]]:
+        """The conditions of the run's first session, and what each later session (allowed to mix) had otherwise."""
+        return read_document(self._conditions_file())
+
+    def record_conditions(self, session: str, conditions: Conditions, allow_mixed: bool = False) -> Differences:
+        """The first session's conditions are written once; a later session's are compared with them. A difference
+        is ConditionsDiffer (one line), unless mixing is allowed: then it is kept under the session's id. Every
+        worker of a session may call this: the result is the same."""
+        with self._lock:
+            data = self._conditions_file()
+            first, mixed = read_document(data)
+            if not first:
+                replace_file(self.path / CONDITIONS, _json(document(conditions, session, {})))
+                return {}
+            if data.get("first_session") == session:
+                return {}
+            found = differences(first, conditions)
+            if found and not allow_mixed:
+                raise ConditionsDiffer(refusal(str(self.path), found))
+            if found and mixed.get(session) != found:
+                replace_file(self.path / CONDITIONS, _json(document(first, data.get("first_session", ""),
+                                                                    {**mixed, session: found})))
+            return found
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def read_records(path: Path) -> list[AttemptRecord]:

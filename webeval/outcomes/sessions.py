@@ -20,9 +20,11 @@ from webeval.outcomes.whole_lines import append_line
 SESSIONS = "sessions.jsonl"
 
 
-def append_session(run_path: Path, session: str, versions: dict[str, str]) -> None:
+def append_session(run_path: Path, session: str, versions: dict[str, str], **details: Any) -> None:
+    """The session's line: its versions, and what else it ran with (its conditions, the recipe lock of its model,
+    the writer it took the run directory over from)."""
     _append(run_path, {"session": session, "finished_at": datetime.now(timezone.utc).isoformat(),
-                       "versions": versions})
+                       "versions": versions, **{name: value for name, value in details.items() if value}})
 
 
 def copy_sessions(source: Path, target: Path) -> None:
@@ -63,4 +65,6 @@ def summary_versions(run_path: Path) -> dict[str, Any]:
     latest = sessions[-1]["versions"]
     names = dict.fromkeys(name for session in sessions for name in session["versions"])
     differ = {name: sorted({str(s["versions"].get(name, "-")) for s in sessions}) for name in names}
-    return {"versions": latest, "versions_differ": {name: seen for name, seen in differ.items() if len(seen) > 1}}
+    found = {"versions": latest, "versions_differ": {name: seen for name, seen in differ.items() if len(seen) > 1}}
+    locks = [session["recipe_lock"] for session in sessions if isinstance(session.get("recipe_lock"), dict)]
+    return {**found, "recipe_lock": locks[-1]} if locks else found

@@ -13,6 +13,7 @@ import faulthandler
 from typing import Awaitable, Callable, Iterator
 
 import pytest
+import pytest_asyncio
 
 from webeval.agent.environment import Environment
 from webeval.agent.evaluate import Acted, Attempt, Evaluation, act, interrupted, judge_acted, rejudge
@@ -26,7 +27,7 @@ from webeval.runtime.pool import SlotPool
 from webeval.plugin.browsers import make_runtime
 from webeval.plugin.concurrent_tasks import SCHEDULER, TaskScheduler
 from webeval.plugin.keys import ATTEMPT, SESSION_ID
-from webeval.plugin.rejudge_selection import FINAL
+from webeval.plugin.rejudge_selection import FINAL, unparseable
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
 from webeval.plugin.halting import Halt, halt, halted
@@ -64,7 +65,7 @@ def webeval_judge() -> Judge:
     return no_judge
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_scheduler(pytestconfig: pytest.Config):
     """With --slots N: the tasks' scheduler, made at the first task (it needs that task's fixtures), closed here."""
     yield
@@ -74,7 +75,7 @@ async def webeval_scheduler(pytestconfig: pytest.Config):
         await scheduler.close()
 
 
-@pytest.fixture(scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def webeval_runtime(pytestconfig: pytest.Config, webeval_settings: Settings):
     """The worker's display (or remote browser), browser and input device, started when the first task needs them."""
     runtime = make_runtime(pytestconfig, webeval_settings)
@@ -102,7 +103,7 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         async def run_again(task: Task) -> Verdict:
             record = config.stash[FINAL][task.id]  # collection kept only tasks that have one
             return _handed(item, await rejudge(task, record, webeval_run_dir, webeval_judge,
-                                               config.option.judge_unparseable))
+                                               unparseable(config)))
 
         yield run_again
         return
@@ -144,7 +145,7 @@ def _attempts(request: pytest.FixtureRequest, settings: Settings, run_dir: RunDi
             slot=slot, run_dir=run_dir, judge=judge, policy=config.stash[EPISODE_POLICY], environment=environment,
             budgets=settings.budgets, settle_cap_s=settings.settle_cap_s,
             download_max_bytes=settings.download_max_bytes, infra_retries=settings.infra_retries,
-            unparseable=config.option.judge_unparseable, session_id=config.stash.get(SESSION_ID, ""),
+            unparseable=unparseable(config), session_id=config.stash.get(SESSION_ID, ""),
             policy_prices=chosen(config).prices, stopping=lambda: (halted(config) or (None, None))[1])
 
     if settings.slots > 1:

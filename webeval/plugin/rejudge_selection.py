@@ -12,13 +12,24 @@ from pathlib import Path
 import pytest
 
 from webeval.flags import add_pytest_options
-from webeval.judges.judge_options import REJUDGE_FLAGS
+from webeval.judges.judge_options import REJUDGE_FLAGS, unparseable_convention
 from webeval.outcomes.reconcile import final_records
 from webeval.outcomes.record import AttemptRecord, Outcome
 from webeval.outcomes.rundir import POPULATION, RunDir
-from webeval.plugin.keys import TASK
+from webeval.plugin.keys import RUN_DIR, TASK
 
 FINAL = pytest.StashKey[dict[str, AttemptRecord]]()
+UNPARSEABLE = pytest.StashKey[str]()
+
+
+def unparseable(config: pytest.Config) -> str:
+    """This session's convention for an unreadable verdict: `--judge-unparseable` as given, else the run directory's
+    own (a resumed or re-judged run keeps it), else mask; read once."""
+    if UNPARSEABLE not in config.stash:
+        run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
+        existing = run_dir.conventions() if run_dir is not None else {}
+        config.stash[UNPARSEABLE] = unparseable_convention(config.option.judge_unparseable, existing)
+    return config.stash[UNPARSEABLE]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

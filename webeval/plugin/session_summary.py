@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from webeval.outcomes.gate import SELECTED_INCOMPLETE, selected_incomplete
+from webeval.outcomes.gate import RUN_DUPLICATES, SELECTED_INCOMPLETE, duplicates_line, selected_incomplete
 from webeval.outcomes.disk import DISK, disk_error
 from webeval.outcomes.reconcile import Summary, reconcile, summary_lines, write_summary
 from webeval.outcomes.rundir import RunDir
@@ -15,10 +15,12 @@ from webeval.plugin import gate_options
 from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
 from webeval.plugin.halting import halted
+from webeval.plugin.run_writer import writer_lease
 from webeval.plugin.unwritten import unwritten, unwritten_line
 
 SUMMARY = pytest.StashKey[Summary]()
 EXIT_LINE = pytest.StashKey[str]()
+LAST_LINE = pytest.StashKey[str]()  # said after pytest's own closing line: the session's very last word
 
 
 class SelectedTasks:
@@ -91,6 +93,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
+    if summary.duplicates:
+        config.stash[LAST_LINE] = duplicates_line(summary.duplicates)
+        session.exitstatus = RUN_DUPLICATES
+        return
     if unfinished and not config.option.allow_incomplete:
         config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
@@ -100,17 +106,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def _summarised(config: pytest.Config, run_dir: RunDir) -> Summary:
     """The run reconciled, and its summary files written; on a full disk they are not (the terminal still shows it)."""
-    conventions = {**run_dir.conventions(), "judge_unparseable": config.option.judge_unparseable}
-    summary = reconcile(run_dir.population(), run_dir.records(), conventions)
     try:
-        run_dir.set_conventions(conventions)
-        write_summary(run_dir, summary)
+        return write_summary(run_dir)
     except OSError as exc:
         error = disk_error(exc)
         if error is None:
             raise
         unwritten(config, "summary.json and summary.md", error, run_dir.path)
-    return summary
+    return reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(), run_dir.conditions())
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -124,7 +127,17 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
     if unwritten_line(config):
         terminalreporter.write_line(f"  {unwritten_line(config)}", red=True)
+    lease = writer_lease(config)
+    if lease is not None and lease.describe_takeover():
+        terminalreporter.write_line(f"  writer: {lease.describe_takeover()}")
     for key in (gate_options.VERDICT_LINE, EXIT_LINE):
         line = config.stash.get(key, None)
         if line:
             terminalreporter.write_line(f"  {line}", red=not line.startswith("gate passed"), bold=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    line = config.stash.get(LAST_LINE, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line, red=True, bold=True)

@@ -7,6 +7,7 @@ that names them, before anything is written.
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,19 @@ from webeval.outcomes.disk import disk_error, full_disk
 from webeval.outcomes.epochs import CONVENTION, expand
 from webeval.outcomes.gate import SELECTED_INCOMPLETE
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
+from webeval.plugin import run_conditions
 from webeval.plugin.keys import RUN_DIR, TASK, dry_run
+from webeval.plugin.rejudge_selection import unparseable
 from webeval.tasks import Population, Task
 
 MISMATCH = pytest.StashKey[str]()
 # The suites this session collects: each one's folder and population (None: a folder refused before its conftest).
 SUITES = pytest.StashKey[dict[Path, "Population | None"]]()
 DOCUMENTS = pytest.StashKey[dict[str, Any]]()  # a suite's own files for its run directory (its settings)
+# The harness's session fixtures (the runtime, a benchmark's servers and judge clients) live in the session's event
+# loop, so a task's test runs in it too, whatever asyncio mode the folder's configuration chose (none at all, in a
+# folder of one's own: pytest-asyncio's strict mode).
+IN_SESSION_LOOP = pytest.mark.asyncio(loop_scope="session")
 
 
 def _refuse(config: pytest.Config, message: str) -> None:
@@ -63,23 +70,30 @@ def _note_suite(config: pytest.Config, folder: Path, population: Population | No
 
 
 def parametrize(metafunc: pytest.Metafunc, population: Population, tasks: list[Task],
-                documents: dict[str, Any] | None = None) -> None:
+                documents: dict[str, Any] | None = None, suite: Path | None = None,
+                conditions: dict[str, str] | None = None) -> None:
     """Each task becomes `test[<task id>]`; the population, not the selection, is the run's denominator.
-    `documents` ({file name: JSON document}) go into the run directory with the population, once."""
+    `documents` ({file name: JSON document}) go into the run directory with the population, once. `suite` is what
+    the one-suite rule names: the test's folder, or a task file collected as a test file. `conditions` are the
+    benchmark's own (its judge, a preset), compared with the run's first session's."""
     if "task" not in metafunc.fixturenames:
         return
     config = metafunc.config
     epochs = getattr(config.option, "epochs", 1) or 1
     population, tasks = expand(population, tasks, epochs)
-    _note_suite(config, metafunc.definition.path.parent, population)
+    _note_suite(config, suite or metafunc.definition.path.parent, population)
     run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
     if run_dir is not None:
         try:
             run_dir.check(population)  # written once collection is over, when the session holds one suite
+            problem = run_conditions.check(config, run_dir, population, tasks, conditions or {})
         except PopulationMismatch as exc:
-            _refuse(config, str(exc))  # not this session's run directory: nothing is written into it
+            problem = str(exc)
+        if problem:
+            _refuse(config, problem)  # not this session's run directory: nothing is written into it
     config.stash.setdefault(DOCUMENTS, {}).update(documents or {})
-    metafunc.parametrize("task", tasks, ids=[task.id for task in tasks])
+    marks = (IN_SESSION_LOOP,) if inspect.iscoroutinefunction(metafunc.function) else ()
+    metafunc.parametrize("task", [pytest.param(task, id=task.id, marks=marks) for task in tasks])
 
 
 def _loads_plugins(conftest: Path) -> bool:
@@ -122,9 +136,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if run_dir is not None and populations and not dry_run(config):
         try:
             run_dir.create(populations[0], config.stash.get(DOCUMENTS, {}))
+            run_conditions.record(config, run_dir)
             epochs = getattr(config.option, "epochs", 1) or 1
-            if epochs > 1:
-                run_dir.set_conventions({CONVENTION: str(epochs)})
+            run_dir.set_conventions({"judge_unparseable": unparseable(config), **({CONVENTION: str(epochs)}
+                                                                                   if epochs > 1 else {})})
         except OSError as exc:
             if disk_error(exc) is None:
                 raise

@@ -22,6 +22,8 @@ from webeval.policy.openai import (
     RecordingTransport, ReplayMissing, ReplayTransport, Transport, api_key_from, find_recording, load_profile,
     make_adapter, read_recording,
 )
+from webeval.policy.openai.profile import behaviour_digest
+from webeval.policy.openai.tool_names import parse_tool_names
 from webeval.policy.oracle import OraclePolicy
 
 if TYPE_CHECKING:  # what an episode hands the factory; the agent's and the runtime's types, not imported at run time
@@ -46,6 +48,8 @@ POLICY_FLAGS = (
     Flag("--policy-adapter", choices=ADAPTERS,
          help=f"how the model acts: {', '.join(ADAPTERS)} (default tools; see docs/models.md)"),
     Flag("--policy-screenshots", type=int, metavar="K", help="screenshots kept in the prompt (default 3)"),
+    Flag("--policy-tool-names", metavar="TOOL=NAME,...",
+         help="the names the model is given for the contract's tools, e.g. tabs=tab (overrides the profile)"),
     Flag("--policy-timeout", type=float, metavar="S", help="seconds one model call may take (default 60)"),
     Flag("--policy-retries", type=int, metavar="N", help="retries of a failed model call (default 3)"),
     Flag("--record", action="store_true",
@@ -64,10 +68,14 @@ def check_policy(name: str | None) -> None:
 
 
 def _overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        names = parse_tool_names(values["policy_tool_names"]) if values["policy_tool_names"] else None
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
     return {"base_url": values["policy_base_url"], "model": values["policy_model"],
             "api_key_env": values["policy_api_key_env"], "adapter": values["policy_adapter"],
             "api": values["policy_api"], "screenshots": values["policy_screenshots"],
-            "timeout_s": values["policy_timeout"], "retries": values["policy_retries"]}
+            "timeout_s": values["policy_timeout"], "retries": values["policy_retries"], "tool_names": names}
 
 
 def _refuse_strays(name: str | None, values: Mapping[str, Any]) -> None:
@@ -129,6 +137,20 @@ class PolicyChoice:
         """The serving recipe of the model profile (none: empty), for the run's environment."""
         profile = self.profile
         return profile.recipe.values() if profile is not None and profile.recipe is not None else {}
+
+    def conditions(self) -> dict[str, str]:
+        """What a run's score depends on in who acts: the policy, its model, its profile's behaviour (a digest of
+        the fields that shape requests and readings, not where the model is served) and the recipe lock."""
+        found = {"policy": self.name or "-"}
+        if self.replay_from is not None:
+            found["policy"] = f"replay of {self.replay_from.resolve()}"
+        if self.profile is not None:
+            found["policy model"] = self.profile.model
+            found["policy profile"] = f"fields sha256 {behaviour_digest(self.profile)[:12]}"
+            lock = self.profile.recipe.lock if self.profile.recipe is not None else None
+            if lock is not None:
+                found["recipe lock"] = lock.describe()
+        return found
 
     def describe(self) -> str:
         name, profile = self.name, self.profile

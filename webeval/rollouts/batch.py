@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Protocol
 
-from webeval.rollouts.engine import CUT, INTERRUPTED, NOT_STARTED, EngineStopped, RolloutEngine
+from webeval.rollouts.engine import CUT, INTERRUPTED, EngineStopped, Flight, mark_cancelled
 from webeval.rollouts.records import RolloutRecord
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 
@@ -29,13 +29,28 @@ class Batch:
     stopped: str | None = None  # why the engine stopped, if it did
 
 
-async def collect(engine: RolloutEngine, requests: Iterable[RolloutRequest | dict], *,
+class Runner(Protocol):
+    """What a batch is collected from: a RolloutEngine in this process, or a router over engines on a Ray cluster
+    (webeval.rollouts.ray). A cancelled run() ends with the record its flight's `why` asks for, or not started."""
+
+    flights: dict[str, Flight]
+    stopped: str | None
+
+    def prepare(self, request: RolloutRequest) -> object: ...
+
+    async def run(self, request: RolloutRequest) -> RolloutRecord: ...
+
+
+Running = dict[asyncio.Future, tuple[int, RolloutRequest]]  # each rollout under way: its index in the batch
+
+
+async def collect(engine: Runner, requests: Iterable[RolloutRequest | dict], *,
                   completion_threshold: float | None = None, grace_s: float = 0.0,
                   on_record: Callable[[RolloutRecord], None] | None = None,
                   interrupted: asyncio.Event | None = None) -> Batch:
     """Run the requests on the engine at once (it holds them to its slots) and gather one result for each."""
     batch = Batch()
-    running: dict[asyncio.Future, RolloutRequest] = {}
+    running: Running = {}
     for index, data in enumerate(requests):
         try:
             request = parse_request(data, f"request {index}")
@@ -43,7 +58,7 @@ async def collect(engine: RolloutEngine, requests: Iterable[RolloutRequest | dic
         except RequestError as exc:
             batch.rejected.append((index, str(exc)))
             continue
-        running[asyncio.ensure_future(engine.run(request))] = request
+        running[asyncio.ensure_future(engine.run(request))] = (index, request)
     wanted = math.ceil(len(running) * completion_threshold) if completion_threshold is not None else len(running)
     stop = interrupted or asyncio.Event()
     await _until(engine, running, wanted, grace_s if completion_threshold is not None else None, stop, batch,
@@ -52,7 +67,7 @@ async def collect(engine: RolloutEngine, requests: Iterable[RolloutRequest | dic
     return batch
 
 
-async def _until(engine: RolloutEngine, running: dict[asyncio.Future, RolloutRequest], wanted: int,
+async def _until(engine: Runner, running: Running, wanted: int,
                  grace_s: float | None, stop: asyncio.Event, batch: Batch, on_record) -> None:
     pending, ended, deadline = set(running), 0, None
     loop = asyncio.get_running_loop()
@@ -65,7 +80,7 @@ async def _until(engine: RolloutEngine, running: dict[asyncio.Future, RolloutReq
             pending.discard(stopping)
             for future in done - {stopping}:
                 ended += 1
-                _gather_one(future, running[future], batch, on_record)
+                _gather_one(future, running, batch, on_record)
             if stopping in done:
                 await _end(engine, pending, running, INTERRUPTED, batch, on_record)
                 return
@@ -78,13 +93,16 @@ async def _until(engine: RolloutEngine, running: dict[asyncio.Future, RolloutReq
         stopping.cancel()
 
 
-def _gather_one(future: asyncio.Future, request: RolloutRequest, batch: Batch, on_record) -> None:
+def _gather_one(future: asyncio.Future, running: Running, batch: Batch, on_record) -> None:
+    index, request = running[future]
     if future.cancelled():
         batch.not_started.append(request)
         return
     error = future.exception()
     if isinstance(error, EngineStopped):
         batch.not_started.append(request)
+    elif isinstance(error, RequestError):  # refused where it was to run: a node whose benchmark differs
+        batch.rejected.append((index, str(error)))
     elif error is not None:
         raise error
     else:
@@ -93,18 +111,18 @@ def _gather_one(future: asyncio.Future, request: RolloutRequest, batch: Batch, o
             on_record(future.result())
 
 
-async def _end(engine: RolloutEngine, pending: set[asyncio.Future], running: dict[asyncio.Future, RolloutRequest],
-               why: str, batch: Batch, on_record) -> None:
+async def _end(engine: Runner, pending: set[asyncio.Future], running: Running, why: str, batch: Batch,
+               on_record) -> None:
     """Cancel what is still running: cut (or interrupted) if it holds a slot; not started if it waits for one."""
     for future in pending:
-        flight = engine.flights.get(running[future].id)
+        flight = engine.flights.get(running[future][1].id)
         if flight is not None:
-            flight.why = why if (flight.slot is not None or why == CUT) else NOT_STARTED
+            mark_cancelled(flight, why)
         future.cancel()
     if pending:
         await asyncio.wait(pending, timeout=INTERRUPT_GRACE_S)
     for future in pending:
         if future.done():
-            _gather_one(future, running[future], batch, on_record)
+            _gather_one(future, running, batch, on_record)
         else:
-            batch.not_started.append(running[future])  # past every bound: said, not waited on
+            batch.not_started.append(running[future][1])  # past every bound: said, not waited on

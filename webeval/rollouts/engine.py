@@ -56,6 +56,22 @@ class EngineStopped(Exception):
     """The engine stopped taking rollouts (an endpoint that cannot serve, an interrupt): one line why."""
 
 
+class EndpointWatch:
+    """Rollouts in a row masked by the policy endpoint (or one it refused outright): past `stop_after`, every later
+    rollout would meet the same problem, so whoever runs them stops with one line. A scored rollout resets it."""
+
+    def __init__(self, stop_after: int) -> None:
+        self.stop_after = stop_after
+        self.in_a_row = 0
+
+    def why_stop(self, record: RolloutRecord) -> str | None:
+        kind = record.failure_kind or ""
+        self.in_a_row = self.in_a_row + 1 if kind in ENDPOINT_KINDS else 0
+        if kind in STOP_AT_ONCE or kind.startswith("not_run[") or self.in_a_row >= self.stop_after:
+            return f"{record.failure_reason.splitlines()[0]} ({kind}; {max(self.in_a_row, 1)} rollout(s) in a row)"
+        return None
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     slots: int = 8
@@ -82,6 +98,13 @@ class Flight:
     why: str | None = None
     slot: str | None = None
     folder: Path | None = None
+
+
+def mark_cancelled(flight: Flight, why: str) -> None:
+    """Why a rollout about to be cancelled ends: cut or interrupted if it holds a slot (its record says so); an
+    interrupted one still waiting for a slot did not start (no record: a later collection runs it); a straggler is
+    cut wherever it is."""
+    flight.why = why if (flight.slot is not None or why == CUT) else NOT_STARTED
 
 
 @dataclass
@@ -111,7 +134,7 @@ class RolloutEngine:
         self.flights: dict[str, Flight] = {}
         self.stopped: str | None = None
         self._judging = asyncio.Semaphore(settings.judge_concurrency)
-        self._endpoint_failures = 0
+        self._endpoint = EndpointWatch(settings.stop_after)
 
     async def __aenter__(self) -> "RolloutEngine":
         await self.start()
@@ -266,14 +289,12 @@ class RolloutEngine:
                 "history": self.settings.history, "slot": flight.slot, "node": self.settings.node}
 
     def _watch(self, record: RolloutRecord) -> None:
-        """Stop before every later rollout meets the same endpoint problem; a scored rollout resets the count."""
-        kind = record.failure_kind or ""
-        self._endpoint_failures = self._endpoint_failures + 1 if kind in ENDPOINT_KINDS else 0
-        if kind == DISK_KIND:  # every later rollout would meet the full disk too
+        """Stop before every later rollout meets the same problem: a full disk at once, an endpoint's in a row."""
+        if record.failure_kind == DISK_KIND:
             self.stop(record.failure_reason.removeprefix("infra[disk]: ").split("; the rollout")[0])
-        if kind in STOP_AT_ONCE or kind.startswith("not_run[") or self._endpoint_failures >= self.settings.stop_after:
-            self.stop(f"{record.failure_reason.splitlines()[0]} ({kind}; "
-                      f"{max(self._endpoint_failures, 1)} rollout(s) in a row)")
+        why = self._endpoint.why_stop(record)
+        if why is not None:
+            self.stop(why)
 
     def stop(self, why: str) -> None:
         """Take no more rollouts; those waiting for a slot end as not started (no record); in flight ones finish."""

@@ -3,7 +3,8 @@
 The reward is the task's own verdict: 1 for a pass and 0 for an agent's failure (or the benchmark's graded reward,
 such as MiniWoB's page reward). Everything evaluation masks is masked here too: `mask_sample` true, `reward` null,
 with a `failure_kind` and a reason; infrastructure never reaches a trainer as a 0. Screenshots stay on disk, written
-once; a turn references them by path (relative to the collection's folder) and sha256.
+once; a turn references them by path (relative to the collection's folder, or on Ray to `node_root` on `node`) and
+sha256.
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ class RolloutRecord(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     outcome: str = ""  # the evaluation outcome it maps from (passed, failed, infra_error, ...)
     history: str | None = None  # windowed | append-only: how the policy's prompt was kept (None: no model)
-    attempt_path: str | None = None  # the attempt's folder, relative to the collection's folder
+    attempt_path: str | None = None  # the attempt's folder, relative to the collection's folder (or node_root)
     curriculum: dict[str, Any] | None = None
     slot: str | None = None
-    node: str | None = None
+    node: str | None = None  # the Ray node that ran it (None: this machine)
+    node_root: str | None = None  # the folder on `node` that attempt_path and image paths are relative to
 
 
 def reward_of(verdict: dict[str, Any] | None, passed: bool) -> float:

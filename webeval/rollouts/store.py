@@ -12,8 +12,8 @@ ROLLOUTS = "rollouts.jsonl"
 
 
 class RolloutStore:
-    def __init__(self, folder: Path) -> None:
-        self.path = Path(folder) / ROLLOUTS
+    def __init__(self, folder: Path, name: str = ROLLOUTS) -> None:
+        self.path = Path(folder) / name
 
     def append(self, record: RolloutRecord) -> None:
         """The record as one whole line, or (OSError: a full disk) nothing at all; a line torn by a killed writer

@@ -9,7 +9,6 @@ clocks are assumed synchronised well within a TTL).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -17,49 +16,18 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from webeval.outcomes.lease import Lease, write_whole
+
 DEFAULT_TTL_S = 60.0
 SUFFIX = ".lease"
+__all__ = ["DEFAULT_TTL_S", "Lease", "Leases", "fingerprint"]
 
 
 def fingerprint(endpoint: str) -> str:
     return hashlib.sha256(endpoint.encode()).hexdigest()[:16]
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    """Whole or not at all: a reader never sees half a lease."""
-    scratch = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    scratch.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(scratch, path)
-
-
-@dataclass
-class Lease:
-    path: Path
-    ttl_s: float
-    data: dict[str, Any] = field(default_factory=dict)
-    lost: bool = False
-
-    def renew(self, **changes: Any) -> bool:
-        """Push the expiry a TTL ahead; False (and `lost`) when the lease was reaped meanwhile."""
-        if self.lost or not self.path.exists():
-            self.lost = True
-            return False
-        self.data.update(changes, expires=time.time() + self.ttl_s)
-        _write(self.path, self.data)
-        return True
-
-    def release(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-
-    async def heartbeat(self) -> None:
-        """Renew every third of the TTL until cancelled or the lease is lost."""
-        while await asyncio.to_thread(self.renew):
-            await asyncio.sleep(self.ttl_s / 3)
 
 
 class Leases:
@@ -77,7 +45,7 @@ class Leases:
                 "acquired": time.time(), **details}
         lease = Lease(self.folder / f"{uuid.uuid4().hex}{SUFFIX}", self.ttl_s, data)
         lease.data["expires"] = time.time() + self.ttl_s
-        _write(lease.path, lease.data)
+        write_whole(lease.path, lease.data)
         return lease
 
     def held(self) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ def sha256_of(paths: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def _describe(error: ValidationError) -> str:
+def describe_error(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
@@ -89,7 +89,7 @@ def tasks_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]],
         try:
             task = Task.model_validate(to_task(row))
         except ValidationError as exc:
-            raise TaskFileError(f"{path}:{number}: {_describe(exc)}") from None
+            raise TaskFileError(f"{path}:{number}: {describe_error(exc)}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise TaskFileError(f"{path}:{number}: {exc}") from None
         if task.id in seen:

@@ -1,94 +1,95 @@
-"""Task sets made from others: website-level train/test splits (with a leakage check) and rubric decompositions.
+"""Website-level train/test splits (WebGym's out-of-distribution test: its websites are never trained on), and the
+leakage check that says whether a split keeps that promise.
 
-A split keeps each row of the source files as it was written; a task's site is its `site` (or WebVoyager's
-`web_name`), and two sites leak into each other when they share a start URL's host and first path segment.
+A split draws whole units for test: sites (`by="site"`) or registered domains (`by="domain"`, see
+registered_domains). Whatever the unit, a split leaks when a test task shares with a training task its site, its
+registered domain, its id, or its goal up to trivial differences (goal_key: Unicode NFKC, case folded, every run of
+digits one `0`, punctuation a space, whitespace collapsed: "Find 2 hotels in Paris!" and "find 3 hotels in paris"
+are one goal).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import random
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterable, Literal, Sequence
 
 from webeval.tasks.model import Task
-from webeval.tasks.population import TaskFileError
+from webeval.tasks.registered_domains import registered_domain_of
+
+SplitBy = Literal["site", "domain"]
+_DIGITS = re.compile(r"\d+")
 
 
-def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
-    rows = []
-    for path in paths:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise TaskFileError(f"{path}: cannot read it ({exc.strerror})") from None
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                raise TaskFileError(f"{path}:{number}: not a JSON object") from None
-            if not isinstance(row, dict) or not isinstance(row.get("site", row.get("web_name")), str) \
-                    or not isinstance(row.get("id"), str):
-                raise TaskFileError(f"{path}:{number}: a task needs an 'id' and a 'site' (or 'web_name')")
-            rows.append(row)
-    return rows
+def _is_punctuation(char: str) -> bool:
+    return unicodedata.category(char)[0] in "PS"
 
 
-def site_of(row: dict[str, Any]) -> str:
-    return row.get("site", row.get("web_name"))
+def goal_key(goal: str) -> str:
+    """A goal's text with what makes near-duplicates differ taken out (the rule in the module's docstring)."""
+    text = unicodedata.normalize("NFKC", goal).casefold()
+    text = "".join(" " if _is_punctuation(char) else char for char in text)
+    return " ".join(_DIGITS.sub("0", text).split())
 
 
-def location_of(row: dict[str, Any]) -> str:
-    """Where a site lives: its start URL's host and first path segment (sites may share a host: /shop, /news)."""
-    parts = urlsplit(str(row.get("start_url", row.get("web", ""))))
-    host = (parts.hostname or "").removeprefix("www.")
-    return f"{host}/{parts.path.strip('/').split('/')[0]}" if host else ""
+def unit_of(task: Task, by: SplitBy) -> str:
+    return task.site if by == "site" else registered_domain_of(task.start_url)
 
 
-def split_by_site(rows: list[dict[str, Any]], test_sites: int, seed: int) -> tuple[list[dict], list[dict], list[str]]:
-    """(train rows, test rows, the test sites): `test_sites` sites drawn with the seed, every task of a site on one
-    side."""
-    sites = sorted({site_of(row) for row in rows})
-    if not 1 <= test_sites < len(sites):
-        raise ValueError(f"--test-sites {test_sites}: choose between 1 and {len(sites) - 1} of the {len(sites)} sites")
-    chosen = sorted(random.Random(seed).sample(sites, test_sites))
-    test = [row for row in rows if site_of(row) in chosen]
-    train = [row for row in rows if site_of(row) not in chosen]
-    return train, test, chosen
+def draw(units: Sequence[str], count: int, seed: int, by: SplitBy = "site") -> list[str]:
+    """`count` of the distinct units for test, drawn with the seed (sorted first, so the draw depends on the set of
+    units only)."""
+    distinct = sorted(set(units))
+    if not 1 <= count < len(distinct):
+        raise ValueError(f"--test-sites {count}: choose between 1 and {len(distinct) - 1} of the {len(distinct)} "
+                         f"{'sites' if by == 'site' else 'registered domains'}")
+    return sorted(random.Random(seed).sample(distinct, count))
 
 
-def leaks(train: list[dict[str, Any]], test: list[dict[str, Any]]) -> list[str]:
-    """Why the test side is not unseen: a test site, host or task id that is also in train."""
-    found = []
-    for what, key in (("site", site_of), ("start URL", location_of), ("task id", lambda row: row["id"])):
-        shared = sorted({key(row) for row in test} & {key(row) for row in train} - {""})
-        found += [f"{what} {value!r} is in both train and test" for value in shared]
-    return found
+@dataclass(frozen=True)
+class Leak:
+    """One thing test shares with training, with a task of each side that has it."""
+
+    kind: Literal["site", "registered domain", "task id", "goal"]
+    value: str
+    train_task: str
+    test_task: str
+
+    def line(self) -> str:
+        return f"{self.kind} {self.value!r} is in both train ({self.train_task}) and test ({self.test_task})"
 
 
-def decompose(task: Task, sizes: set[int] | None = None) -> list[Task]:
-    """Easier tasks from subsets of a rubric task's fact groups (every proper, non-empty subset, or those of the
-    given sizes): part k of the task goes with group k, and a task's difficulty is its number of facts."""
-    if not task.rubric or len(task.rubric) < 2:
-        return []
-    groups = len(task.rubric)
-    made = []
-    for size in range(1, groups):
-        if sizes and size not in sizes:
-            continue
-        for subset in itertools.combinations(range(1, groups + 1), size):
-            rubric = [task.rubric[k - 1] for k in subset]
-            parts = ", ".join(f"({k})" for k in subset)
-            facts = sum(len(group) for group in rubric)
-            made.append(task.model_copy(update={
-                "id": f"{task.id}.parts-{'-'.join(map(str, subset))}",
-                "goal": f"{task.goal}\n\nOnly part{'s' if size > 1 else ''} {parts} of this task "
-                        f"{'are' if size > 1 else 'is'} asked; leave the others out of your answer.",
-                "rubric": rubric, "solution": None,
-                "tags": [t for t in task.tags if not t.startswith("facts-")]
-                        + [f"facts-{facts}", f"decomposed-from:{task.id}"]}))
-    return made
+class LeakFinder:
+    """What test shares with training: built from the test side, then shown every training task in one pass; it
+    holds the test side's sites, domains, ids and goal keys only."""
+
+    KINDS = ("site", "registered domain", "task id", "goal")
+
+    def __init__(self, test: Iterable[Task]) -> None:
+        self._test: dict[str, dict[str, str]] = {kind: {} for kind in self.KINDS}
+        for task in test:
+            for kind, value in zip(self.KINDS, _values(task)):
+                self._test[kind].setdefault(value, task.id)
+        self._found: dict[tuple[str, str], Leak] = {}
+
+    def check(self, task: Task) -> None:
+        for kind, value in zip(self.KINDS, _values(task)):
+            test_task = self._test[kind].get(value)
+            if test_task is not None and value and (kind, value) not in self._found:
+                self._found[kind, value] = Leak(kind, value, task.id, test_task)
+
+    def leaks(self) -> list[Leak]:
+        return sorted(self._found.values(), key=lambda leak: (self.KINDS.index(leak.kind), leak.value))
+
+
+def _values(task: Task) -> tuple[str, str, str, str]:
+    return task.site, registered_domain_of(task.start_url), task.id, goal_key(task.goal)
+
+
+def leaks(train: Iterable[Task], test: Iterable[Task]) -> list[Leak]:
+    finder = LeakFinder(test)
+    for task in train:
+        finder.check(task)
+    return finder.leaks()

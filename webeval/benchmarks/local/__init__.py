@@ -23,6 +23,10 @@ from webeval.tasks import Population, Task, population_of, read_jsonl
 NAME = "local"
 TASK_FILES = Path(__file__).parent / "task_files"
 
+# The docstring of its suite's conftest ({folder}: the suite's folder), as `webeval new-suite local` writes it.
+SUITE_DOC = "The embedded offline suite: five sites on 127.0.0.1, tasks with their own verifiers and oracle solutions."
+
+
 
 def task_files(folder: Path) -> list[Path]:
     """The population's files: every JSONL file of the folder, in name (site) order."""

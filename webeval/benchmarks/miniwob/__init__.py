@@ -27,6 +27,11 @@ ORACLE_TAG = "oracle"
 FLAGS = (Flag("--miniwob-seeds", default="0", metavar="SEEDS",
               help="the seeds every task runs with: 0 (the default), 0,3,7 or 0-9; one test per task x seed"),)
 
+# The docstring of its suite's conftest ({folder}: the suite's folder), as `webeval new-suite miniwob` writes it.
+SUITE_DOC = ("MiniWoB++: every task of the `miniwob` package, one test per task x seed, judged by the page's own "
+             "reward.")
+
+
 
 def flags(argument: str | None = None) -> tuple[Flag, ...]:
     return FLAGS

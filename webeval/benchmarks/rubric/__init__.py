@@ -29,6 +29,12 @@ PROTOCOL = "rubric"
 HINT = "pass --judge-profile PROFILE, or --judge-base-url and --judge-model"
 NO_JUDGE = f"no judge is configured: {HINT}"
 
+# The docstring of its suite's conftest ({folder}: the suite's folder), as `webeval new-suite rubric` writes it.
+SUITE_DOC = ("Rubric tasks on the offline sites: each asks for several facts at once and is judged fact by fact by a "
+             "model\njudge under the `rubric` protocol (`--judge-profile PROFILE`); the oracle acts unless a policy is "
+             "given.")
+
+
 
 @dataclass(frozen=True)
 class RubricSetup(BenchmarkSetup):

@@ -11,6 +11,8 @@ element a CSS `selector` matches, read before the browser context closes) each w
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any, Iterator, Literal
@@ -24,6 +26,8 @@ from webeval.tasks.population import jsonl_rows, read_task_text, tasks_from_rows
 
 VERIFIERS = ("answer", "url", "page", "rubric")
 YAML_SUFFIXES = (".yaml", ".yml")
+TASK_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", *YAML_SUFFIXES)
+FIRST_LINE_BYTES = 1 << 20  # a first task longer than this is not looked for
 
 
 def collapse(text: str) -> str:
@@ -83,7 +87,11 @@ class TaskEntry(Frozen):
     answer: Match | None = None
     url: Match | None = None
     page: PageProbe | None = None
-    rubric: list[str] | None = Field(default=None, min_length=1)
+    # criteria (a list, or one text), or WebGym's fact groups: a list of groups, each a list of criteria
+    rubric: list[str] | list[list[str]] | None = Field(default=None, min_length=1)
+    domain: str | None = Field(default=None, min_length=1)
+    difficulty: int | None = Field(default=None, ge=1)
+    parent: str | None = None
     max_steps: int | None = Field(default=None, ge=1)
     tags: list[str] = Field(default_factory=list)
     solution: list[OracleStep] | None = None
@@ -95,13 +103,24 @@ class TaskEntry(Frozen):
             return {**data, "rubric": [data["rubric"]]}
         return data
 
+    @property
+    def fact_groups(self) -> list[list[str]] | None:
+        """The rubric as fact groups (a plain list of criteria: one group each)."""
+        if self.rubric is None:
+            return None
+        return [group if isinstance(group, list) else [group] for group in self.rubric]
+
+    @property
+    def criteria(self) -> list[str]:
+        return [criterion for group in self.fact_groups or [] for criterion in group]
+
     @model_validator(mode="after")
     def _one_verifier(self) -> "TaskEntry":
         given = [name for name in VERIFIERS if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError(f"a task needs exactly one verifier of {', '.join(VERIFIERS)} "
                              f"({'none' if not given else ' and '.join(given)} given)")
-        if self.rubric is not None and not all(criterion.strip() for criterion in self.rubric):
+        if self.rubric is not None and (not all(self.fact_groups) or not all(c.strip() for c in self.criteria)):
             raise ValueError("a rubric criterion is empty")
         return self
 
@@ -111,10 +130,10 @@ class TaskEntry(Frozen):
 
     def task(self) -> dict[str, Any]:
         """The core's Task (its rubric as one group per criterion); the verifier stays with the entry."""
-        fields = self.model_dump(include={"id", "site", "goal", "start_url", "max_steps", "tags", "solution"},
-                                 exclude_none=True)
+        fields = self.model_dump(include={"id", "site", "goal", "start_url", "domain", "difficulty", "parent",
+                                          "max_steps", "tags", "solution"}, exclude_none=True)
         if self.rubric is not None:
-            fields["rubric"] = [[criterion] for criterion in self.rubric]
+            fields["rubric"] = self.fact_groups
         return fields
 
 
@@ -155,3 +174,25 @@ def read_task_file(path: Path) -> tuple[list[Task], dict[str, TaskEntry]]:
 
     read = yaml_rows if path.suffix.lower() in YAML_SUFFIXES else jsonl_rows
     return tasks_from_rows(path, read(path, read_task_text(path)), to_task), entries
+
+
+def _first_row(path: Path) -> Any:
+    if path.name.lower().endswith(YAML_SUFFIXES):
+        rows = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return rows[0] if isinstance(rows, list) and rows else None
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as lines:
+        for raw in iter(lambda: lines.readline(FIRST_LINE_BYTES), b""):
+            if raw.strip():
+                return json.loads(raw)
+    return None
+
+
+def looks_like_task_file(path: Path) -> bool:
+    """Whether the file's first task (its first JSON line, or the first item of its YAML list) is a mapping with a
+    `goal` and a `start_url`: how a task file that pytest finds in a folder is told from other JSON Lines or YAML."""
+    try:
+        row = _first_row(Path(path))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, EOFError):
+        return False
+    return isinstance(row, dict) and isinstance(row.get("goal"), str) and isinstance(row.get("start_url"), str)

@@ -6,7 +6,7 @@ to the task, so the judge's protocol (screenshots outrank the answer; every part
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -45,7 +45,7 @@ class Probe(PageHooks):
 class TaskFileSites(Environment):
     """Tasks run against their sites as written; a page verifier's probe reads the page before the context closes."""
 
-    def __init__(self, entries: dict[str, TaskEntry]) -> None:
+    def __init__(self, entries: Mapping[str, TaskEntry]) -> None:
         self.entries = entries
 
     def prepare(self, task: Task) -> Prepared:
@@ -75,7 +75,7 @@ def _probed(entry: TaskEntry, evidence: Evidence) -> Verdict:
     return verdict
 
 
-def judge_of(entries: dict[str, TaskEntry], model: Judge | None) -> Judge:
+def judge_of(entries: Mapping[str, TaskEntry], model: Judge | None) -> Judge:
     """The judge of a task file: each task by its own verifier; `model` judges rubrics (None: not configured)."""
 
     async def judge(task: Task, evidence: Evidence) -> Verdict:
@@ -97,7 +97,7 @@ def judge_of(entries: dict[str, TaskEntry], model: Judge | None) -> Judge:
 
 
 async def rubric_verdict(model: Judge, task: Task, entry: TaskEntry, evidence: Evidence) -> Verdict:
-    criteria = "\n".join(f"- {criterion}" for criterion in entry.rubric or [])
+    criteria = "\n".join(f"- {criterion}" for criterion in entry.criteria)
     goal = f"{evidence.goal or task.goal}\n\nThe task is accomplished only when all of these hold:\n{criteria}"
     verdict = await model(task, evidence.model_copy(update={"goal": goal}))
     return verdict.model_copy(update={"judge": f"{NAME}-rubric ({verdict.judge})",

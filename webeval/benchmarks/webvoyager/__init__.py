@@ -25,6 +25,14 @@ __all__ = ["FLAGS", "SiteChecks", "flags", "load", "opened"]
 
 NO_JUDGE = "no judge is configured (--judge-base-url and --judge-model, or --judge-profile)"
 
+# The docstring of its suite's conftest ({folder}: the suite's folder), as `webeval new-suite webvoyager` writes it.
+SUITE_DOC = ("WebVoyager on the live web: one test per task of the chosen population, judged from its evidence.\n\n"
+             "`pytest -n 8 {folder} --policy openai ... --judge-base-url URL --judge-model NAME`; see\n"
+             "`pytest {folder} --help` (section \"webeval: the WebVoyager suite\") for populations, site maps, "
+             "proxies.")
+SUITE_RUNNER = "webvoyager_run"  # the fixture that runs one task in its suite's test
+
+
 
 def flags(argument: str | None = None) -> tuple[Flag, ...]:
     return FLAGS

@@ -11,7 +11,9 @@ from typing import Awaitable, Callable
 
 import pytest
 
+from webeval.benchmarks.webvoyager.preset import preset_values
 from webeval.benchmarks.webvoyager.settings import Setup
+from webeval.flags import OptionError
 from webeval.benchmarks.webvoyager.site_checks import SiteChecks
 from webeval.outcomes.epochs import expand
 from webeval.outcomes.record import NotRun
@@ -34,7 +36,19 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if config.option.policy is None and config.option.policy_profile:
         config.option.policy = "openai"  # a model profile says who acts
+    apply_preset(config)
     configure(config)
+
+
+def apply_preset(config: pytest.Config) -> None:
+    """`--preset NAME` sets its options (population, screen, judge convention, tool names) where they were not
+    given; one given with another value stops the session with one line."""
+    try:
+        chosen = preset_values(config.option.preset, vars(config.option))
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for key, value in chosen.items():
+        setattr(config.option, key, value)
 
 
 def configure(config: pytest.Config) -> Setup:
@@ -56,7 +70,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(f"--rejudge {setup.rejudge}: that run is over population {before.name} "
                                     f"({before.sha256[:12]}), not {setup.population.name} "
                                     f"({setup.population.sha256[:12]})")
-    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents))
+    suite.parametrize(metafunc, setup.population, list(setup.tasks), dict(setup.documents),
+                      conditions=dict(setup.conditions))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from webeval.agent.live import ALL_SITES, LiveSites
 from webeval.benchmarks import BenchmarkSetup
+from webeval.benchmarks.webvoyager.preset import PRESETS, Preset, preset_named, preset_values
 from webeval.benchmarks.webvoyager.tasks import POPULATIONS, load_file, load_population
 from webeval.cache_dir import cache_dir
 from webeval.flags import Flag, OptionError
@@ -29,6 +30,10 @@ DEFAULT_POPULATION = "original"
 
 
 WEBVOYAGER_FLAGS = (
+    Flag("--preset", choices=tuple(PRESETS),
+         help="run on another system's terms: nemo (NeMo Gym's WebVoyager run: population nemo-552, --screen "
+              "1920x1080, the tool names computer, navigate, tab, terminate, --judge-unparseable fail); an option "
+              "given with another value is an error"),
     Flag("--population", help=f"pinned task population: {', '.join(POPULATIONS)} (default original)"),
     Flag("--tasks-file", metavar="PATH", help="a task file in WebVoyager's format instead"),
     Flag("--data-dir", metavar="DIR",
@@ -95,9 +100,11 @@ class Source:
         if self.data_dir:
             return self.data_dir
         prepared = cache_root() / name
-        if not prepared.is_dir():
-            raise OptionError(f"population {name!r} is not prepared: run `webeval prepare webvoyager "
-                              f"--population {name}`, or pass --data-dir (or set ${DATA_DIR_ENV})")
+        tasks = POPULATIONS[name].file("tasks")
+        if not (prepared / tasks.name).is_file():
+            raise OptionError(f"population {name!r} is not prepared: `webeval prepare webvoyager --population {name}` "
+                              f"downloads it ({tasks.describe()}, sha256 {tasks.sha256[:12]}, from {tasks.url}); or "
+                              f"pass --data-dir DIR (or set ${DATA_DIR_ENV}) with a copy")
         return str(prepared)
 
 
@@ -112,6 +119,7 @@ class Setup(BenchmarkSetup):
     rejudge: Path | None = None
     failed_only: bool = False
     stored: Mapping[str, Any] = field(default_factory=dict)
+    preset: Preset | None = None
 
     def run_config(self) -> dict[str, Any]:
         """What a later re-judge needs; no secret is in it (keys and proxy credentials stay in the environment)."""
@@ -121,12 +129,25 @@ class Setup(BenchmarkSetup):
             "data_dir": absolute(self.source.data_dir), "today": self.today.isoformat(), "judge": self.judge.public(),
             "site_map": self.environment.site_map,
             "date_rendered": [t.id for t in self.tasks if "date-rendered" in t.tags],
+            "preset": self.preset.name if self.preset is not None else None,
         }
+
+    def run_conditions(self) -> dict[str, str]:
+        """The benchmark's part of a run's conditions: its judge and a preset."""
+        judge = self.judge
+        models = ", ".join(m.model or "-" for m in judge.members) if judge.members else (judge.model or "-")
+        found = {"judge": f"{'+'.join(judge.kinds)}, protocol {judge.protocol}" + (
+            f", model {models}" if judge.uses_model else "")}
+        if self.preset is not None:
+            found["preset"] = self.preset.terms()
+        return found
 
     def header_lines(self) -> tuple[str, ...]:
         population = self.population
         lines = [f"webvoyager: {population.name}, {population.size} tasks (sha256 {population.sha256[:12]}), dates "
                  f"as of {self.today}", self.judge.describe()]
+        if self.preset is not None:
+            lines.insert(0, f"preset {self.preset.terms()}")
         lines += [f"site map: {name} -> {url}" for name, url in self.environment.site_map.items()]
         lines += [f"proxy: {name} via {proxy.describe()}" for name, proxy in self.environment.proxies.items()]
         if self.rejudge:
@@ -176,8 +197,9 @@ def _check_numbers(values: Mapping[str, Any]) -> None:
 def _source(values: Mapping[str, Any], stored: Mapping[str, Any]) -> Source:
     if values["population"] and values["tasks_file"]:
         raise OptionError("--population and --tasks-file are alternatives: pass one")
+    population = preset_values(values["preset"], values).get("population") or values["population"]
     return Source(
-        population=values["population"] or (None if values["tasks_file"] else stored.get("population")),
+        population=population or (None if values["tasks_file"] else stored.get("population")),
         tasks_file=values["tasks_file"] or (None if values["population"] else stored.get("tasks_file")),
         data_dir=values["data_dir"] or os.environ.get(DATA_DIR_ENV) or stored.get("data_dir"),
     )
@@ -189,7 +211,7 @@ def build(values: Mapping[str, Any], root: Path | None = None) -> Setup:
     rejudge = Path(values["rejudge"]) if values.get("rejudge") else None
     stored = stored_config(rejudge) if rejudge else {}
     source = _source(values, stored)
-    today = parse_today(values["today"] or stored.get("today"))
+    today = parse_today(values["today"] or stored.get("today") or resumed_today(values.get("resume")))
     population, tasks = source.load(today)
     site_map = pairs(values["site_map"], "--site-map")
     site_proxies = proxies(values)
@@ -206,5 +228,18 @@ def build(values: Mapping[str, Any], root: Path | None = None) -> Setup:
         environment=LiveSites(site_map, site_proxies, origins, values["block_budget"]),
         site_timeout_s=values["site_timeout"], block_budget=values["block_budget"], rejudge=rejudge,
         failed_only=bool(values.get("judge_failed_only")), stored=stored,
+        preset=preset_named(values["preset"] or stored.get("preset")),
     )
-    return replace(setup, documents={RUN_CONFIG: setup.run_config()}, header=setup.header_lines())
+    return replace(setup, documents={RUN_CONFIG: setup.run_config()}, header=setup.header_lines(),
+                   conditions=setup.run_conditions())
+
+
+def resumed_today(resume: str | None) -> str | None:
+    """The date a resumed run's first session rendered its date templates against: a resume on another day renders
+    them as that session did (its webvoyager.json says the date)."""
+    if not resume or not (Path(resume) / RUN_CONFIG).is_file():
+        return None
+    try:
+        return json.loads((Path(resume) / RUN_CONFIG).read_text(encoding="utf-8")).get("today")
+    except (OSError, ValueError):
+        raise OptionError(f"--resume {resume}: its {RUN_CONFIG} cannot be read") from None

@@ -201,11 +201,13 @@ def verify(pin: PinnedFile, path: Path, population: str) -> Path:
     return path
 
 
-def load_population(name: str, folder: Path, today: date) -> tuple[Population, list[Task]]:
-    """A pinned population from a data folder: every file checked against its sha256, then read."""
-    pin = POPULATIONS.get(name)
+def load_population(population: str | PopulationPin, folder: Path, today: date) -> tuple[Population, list[Task]]:
+    """A pinned population (a known one by name, or a pin of one's own) from a data folder: every file checked
+    against its sha256, then read."""
+    pin = POPULATIONS.get(population) if isinstance(population, str) else population
     if pin is None:
-        raise TaskFileError(f"population {name!r} is unknown: use one of {', '.join(POPULATIONS)}")
+        raise TaskFileError(f"population {population!r} is unknown: use one of {', '.join(POPULATIONS)}")
+    name = pin.name
     paths = {f.role: verify(f, locate(f, Path(folder)), name) for f in pin.files}
     references = read_references(paths["references"]) if "references" in paths else None
     tasks = read_tasks(paths["tasks"], today, references)

@@ -19,6 +19,7 @@ from webeval.actions import Observation, tool_schemas
 from webeval.outcomes.record import FailureClass
 from webeval.policy.base import ToolCall
 from webeval.policy.openai.image import Frame
+from webeval.policy.openai.tool_names import ToolNames
 
 
 @dataclass
@@ -127,10 +128,10 @@ def read_tool_calls(message: dict[str, Any], finish: str | None) -> Reading:
 
 _TOOLS_TEXT = """You operate a web browser to complete the user's task. After each action you receive a screenshot of \
 the screen ({width}x{height} pixels) with the page's URL, title, tabs and the result of your last action.
-Act only through the tools: `computer` for mouse and keyboard ({coordinates}), `navigate` to open a URL or go back or \
-forward, `tabs` to open, focus or close tabs. When the task is done, call `terminate` with status "success" and your \
-answer; if it cannot be done, call `terminate` with status "failure". Prefer one action per turn: the screen changes \
-after each one."""
+Act only through the tools: `{computer}` for mouse and keyboard ({coordinates}), `{navigate}` to open a URL or go back \
+or forward, `{tabs}` to open, focus or close tabs. When the task is done, call `{terminate}` with status "success" and \
+your answer; if it cannot be done, call `{terminate}` with status "failure". Prefer one action per turn: the screen \
+changes after each one."""
 
 
 _POINT_FIELDS = (("x", 0), ("y", 1), ("to_x", 0), ("to_y", 1))
@@ -151,11 +152,13 @@ def screen_point(frame: Frame, x: Any, y: Any, tool: str = "computer") -> tuple[
 class ToolsAdapter:
     name = "tools"
 
-    def __init__(self, screen: tuple[int, int], instructions: str | None = None, frame: Frame | None = None) -> None:
+    def __init__(self, screen: tuple[int, int], instructions: str | None = None, frame: Frame | None = None,
+                 names: ToolNames | None = None) -> None:
         self.screen = screen
         self.frame = frame or Frame(screen, screen, screen)
         self._instructions = instructions
         self._tools: list[dict[str, Any]] | None = None
+        self.names = names if names is not None and names.renames else None
 
     def coordinates(self) -> str:
         if self.frame.space != self.frame.image:
@@ -168,11 +171,13 @@ class ToolsAdapter:
         if self._instructions:
             return self._instructions
         width, height = self.frame.image
-        return _TOOLS_TEXT.format(width=width, height=height, coordinates=self.coordinates())
+        shown = (self.names or ToolNames({})).shown
+        return _TOOLS_TEXT.format(width=width, height=height, coordinates=self.coordinates(), **shown)
 
     def tools(self) -> list[dict[str, Any]] | None:
         if self._tools is None:
-            self._tools = self._schemas()  # built once: the same tools go with every request
+            tools = self._schemas()  # built once: the same tools go with every request
+            self._tools = self.names.rename_schemas(copy.deepcopy(tools)) if self.names else tools
         return self._tools
 
     def _schemas(self) -> list[dict[str, Any]]:
@@ -194,6 +199,17 @@ class ToolsAdapter:
 
     def read(self, message: dict[str, Any], finish: str | None) -> Reading:
         reading = read_tool_calls(message, finish)
+        if reading.invalid or reading.end or self.names is None:
+            return self._mapped(reading)
+        named = self.names.to_contract(reading.calls)
+        if isinstance(named, str):
+            return Reading(invalid=named)
+        reading = self._mapped(Reading(calls=named))
+        problem = None if reading.invalid else self.names.first_error(reading.calls, self.screen)
+        return Reading(invalid=problem) if problem else reading
+
+    def _mapped(self, reading: Reading) -> Reading:
+        """The calls with the model's points as screen pixels."""
         if reading.invalid or reading.end or not self._maps():
             return reading
         calls = []
@@ -238,8 +254,8 @@ class GridAdapter(ToolsAdapter):
     """
 
     def __init__(self, screen: tuple[int, int], top: int, instructions: str | None = None,
-                 frame: Frame | None = None) -> None:
-        super().__init__(screen, instructions, frame)
+                 frame: Frame | None = None, names: ToolNames | None = None) -> None:
+        super().__init__(screen, instructions, frame, names)
         if top not in (1, 999):
             raise ValueError(f"no grid 0..{top}")
         self.top = top

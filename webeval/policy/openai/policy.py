@@ -27,6 +27,7 @@ from webeval.policy.openai.profile import Profile, sampling
 from webeval.policy.openai.recording import ReplayDiverged
 from webeval.policy.openai.responses import ResponsesConversation, read_response, responses_body
 from webeval.policy.openai.tokens import turn_tokens
+from webeval.policy.openai.tool_names import ToolNames
 from webeval.policy.openai.uitars import UITarsAdapter
 from webeval.policy.openai.set_of_marks import Marks, WebVoyagerAdapter
 from webeval.tasks import Task
@@ -37,10 +38,11 @@ APPEND_ONLY = 1 << 30  # screenshots and steps kept by an append-only conversati
 
 def make_adapter(profile: Profile, screen: tuple[int, int], marks: Marks | None) -> Adapter:
     frame = frame_for(profile, screen)
+    names = ToolNames(profile.tool_names)
     if profile.adapter == "tools":
-        return ToolsAdapter(screen, profile.system_prompt, frame)
+        return ToolsAdapter(screen, profile.system_prompt, frame, names)
     if profile.adapter in ("grid-1", "grid-999"):
-        return GridAdapter(screen, int(profile.adapter.split("-")[1]), profile.system_prompt, frame)
+        return GridAdapter(screen, int(profile.adapter.split("-")[1]), profile.system_prompt, frame, names)
     if profile.adapter == "ui-tars":
         return UITarsAdapter(frame, profile.system_prompt)
     if profile.adapter == "computer-use":

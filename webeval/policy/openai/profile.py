@@ -7,13 +7,16 @@ options override single fields. It never holds an API key, only the name of the 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from webeval.outcomes.cost import Prices
+from webeval.policy.openai.tool_names import check_tool_names
 from webeval.profiles import ProfileError, catalogue_path, find, read_profile_file, validate
 
 ADAPTERS = ("tools", "grid-1", "grid-999", "webvoyager", "ui-tars", "computer-use")
@@ -26,9 +29,10 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED_BODY = {"model", "messages", "tools", "input", "instructions", "previous_response_id"}
 # Adapters whose points may be on a grid of their own; the computer tool's display size is the image's.
 _POINTED = ("tools", "ui-tars")
+_NAMED = ("tools", "grid-1", "grid-999")  # adapters that hand the model the contract as function tools
 
-__all__ = ["ADAPTERS", "APIS", "ImageLimits", "ImageSpec", "Profile", "ProfileError", "Recipe", "load_profile",
-           "make_profile", "read_profile_file", "sampling"]
+__all__ = ["ADAPTERS", "APIS", "ImageLimits", "ImageSpec", "Profile", "ProfileError", "Recipe", "RecipeLock",
+           "behaviour_digest", "load_profile", "make_profile", "read_profile_file", "sampling"]
 
 
 class _Table(BaseModel):
@@ -92,6 +96,42 @@ class ImageLimits(_Table):
     per_prompt: int | None = Field(default=None, ge=1)
 
 
+def _sha256(value: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ValueError(f"{value!r} is not a sha256 (64 lowercase hex digits, as `sha256sum FILE` prints)")
+    return value
+
+
+Sha256 = Annotated[str, AfterValidator(_sha256)]
+
+
+class RecipeLock(_Table):
+    """What the model was served with, pinned: the sha256 of each file the server loads, and what the server itself
+    reports. `webeval profile check --served URL` compares what it can; a run records the lock."""
+
+    tokenizer: Sha256 | None = None  # tokenizer.json as served (--tokenizer)
+    chat_template: Sha256 | None = None  # the template file (--chat-template)
+    processor: Sha256 | None = None  # preprocessor_config.json (the image processor)
+    reasoning_parser: Sha256 | None = None  # the parser plugin file (--reasoning-parser-plugin)
+    tool_call_parser: Sha256 | None = None  # a parser plugin file (--tool-parser-plugin); built-in: vllm_version
+    served_root: str | None = None  # what /v1/models reports as the model's root (its weights' path or name)
+    max_model_len: int | None = Field(default=None, ge=1)  # what /v1/models reports
+    vllm_version: str | None = None  # what /version reports
+    tokenizer_probe: Sha256 | None = None  # sha256 of /tokenize's token ids for webeval's probe text
+
+    FILES: ClassVar[tuple[str, ...]] = ("tokenizer", "chat_template", "processor", "reasoning_parser",
+                                       "tool_call_parser")
+
+    def pinned(self) -> dict[str, str]:
+        return {name: str(value) for name, value in self.model_dump().items() if value is not None}
+
+    def describe(self) -> str:
+        """`tokenizer 1a2b3c4d5e6f, chat template ...`: every pin, hashes shortened."""
+        hashes = (*self.FILES, "tokenizer_probe")
+        return ", ".join(f"{name.replace('_', ' ')} {value[:12] if name in hashes else value}"
+                         for name, value in self.pinned().items()) or "-"
+
+
 class Recipe(_Table):
     """How the model was served when it was evaluated; shown in the run's header and environment."""
 
@@ -101,6 +141,7 @@ class Recipe(_Table):
     reasoning_parser: str | None = None
     image_limits: ImageLimits | None = None
     serve: str | None = None  # the command line that serves it
+    lock: RecipeLock | None = None
 
     def values(self) -> dict[str, str]:
         """The recipe as flat name = value pairs (for the report's environment)."""
@@ -111,6 +152,8 @@ class Recipe(_Table):
         if limits is not None:
             values.update({f"image_limits.{name}": str(value) for name, value in limits.model_dump().items()
                            if value is not None})
+        if self.lock is not None:
+            values.update({f"lock.{name}": value for name, value in self.lock.pinned().items()})
         return values
 
     def describe(self) -> str:
@@ -121,9 +164,10 @@ class Recipe(_Table):
                      f"≥ {limits.min_pixels} px" if limits.min_pixels else "",
                      f"{limits.per_prompt} per prompt" if limits.per_prompt else ""]
             images = "images: " + (", ".join(p for p in parts if p) or "-")
+        locked = f", locked: {self.lock.describe()}" if self.lock is not None else ""
         return (f"revision {self.model_revision or '-'}, chat template {self.chat_template or '-'}, "
                 f"tool-call parser {self.tool_call_parser or '-'}, reasoning parser {self.reasoning_parser or '-'}, "
-                f"{images}")
+                f"{images}{locked}")
 
 
 class Profile(_Table):
@@ -162,6 +206,8 @@ class Profile(_Table):
     backoff_s: float = Field(default=1.0, ge=0)  # first wait after a failure; doubles each time
     max_wait_s: float = Field(default=60.0, gt=0)  # the longest wait; a longer Retry-After gives up at once
     system_prompt: str | None = None  # replaces the adapter's own instructions
+    # The names the model knows the contract's tools by, where they are not ours: {"tabs": "tab"}.
+    tool_names: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)  # server-specific parameters (top_k, chat_template_kwargs)
     recipe: Recipe | None = None
     prices: Prices | None = None  # US dollars per million input, cached input and output tokens: the run's cost
@@ -203,6 +249,14 @@ class Profile(_Table):
             raise ValueError(f"extra_body may not set {', '.join(sorted(clash))}")
         return value
 
+    @field_validator("tool_names")
+    @classmethod
+    def _tool_names(cls, value: dict[str, str]) -> dict[str, str]:
+        problem = check_tool_names(value)
+        if problem:
+            raise ValueError(problem.removeprefix("tool_names: ").removeprefix("tool_names."))
+        return value
+
     @field_validator("coordinate_space")
     @classmethod
     def _space(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -233,6 +287,8 @@ class Profile(_Table):
     def _space_problem(self) -> str | None:
         if self.coordinate_space is not None and self.adapter not in _POINTED:
             return f"coordinate_space does not apply to adapter {self.adapter!r} (it has its own coordinates)"
+        if self.tool_names and self.adapter not in _NAMED:
+            return f"tool_names apply to the function-tool adapters ({', '.join(_NAMED)}), not {self.adapter!r}"
         return None
 
     def _recipe_problem(self) -> str | None:
@@ -255,6 +311,17 @@ class Profile(_Table):
 # the prompt's and the generation's token ids on the response.
 TOKEN_ID_PARAMETERS = {"logprobs": True, "top_logprobs": 0, "return_tokens_as_token_ids": True,
                        "return_token_ids": True}
+
+
+# Where the model is served, how patiently it is waited for and what it costs (and which model: a condition of its
+# own): not what it is sent or how its replies are read.
+_TRANSPORT_FIELDS = {"base_url", "model", "api_key_env", "timeout_s", "retries", "backoff_s", "max_wait_s", "prices"}
+
+
+def behaviour_digest(profile: Profile) -> str:
+    """The sha256 of the profile's fields that shape what the model is sent and how its replies are read."""
+    fields = {name: value for name, value in profile.model_dump(mode="json").items() if name not in _TRANSPORT_FIELDS}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def sampling(profile: Profile) -> dict[str, Any]:
