@@ -80,7 +80,8 @@ def test_a_signal_at_a_random_moment_stops_the_session_as_ctrl_c_and_resume_comp
         assert job.proc.returncode == 0 and {r["task_id"] for r in found} >= set(SUBSET), job.output[-4000:]
 
     again = run([*workers, "suites/local", "-k", SELECT, "--resume", str(run_dir), "-p", "no:randomly"], run_dir)
-    assert again.proc.returncode == 0, again.output[-4000:]
+    # Nothing cut short leaves nothing to resume: pytest's "no tests ran" (5), every task deselected as done.
+    assert again.proc.returncode == (0 if job.proc.returncode == 12 else 5), again.output[-4000:]
     final = summary(run_dir)
     assert {task: final["final"][task] for task in SUBSET} == dict.fromkeys(SUBSET, "passed")
     assert final["duplicates"] == []
