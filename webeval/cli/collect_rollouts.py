@@ -224,18 +224,18 @@ def _engine_settings(settings: Settings, values: dict[str, Any]):
 def _on_signals(interrupted: asyncio.Event) -> None:
     """Ctrl-C, SIGTERM and SIGHUP end the collection as asked: in-flight rollouts masked `interrupted`, their records
     written, the rest left for the next run. A second Ctrl-C stops at once."""
+    from webeval.rollouts.interrupts import stop_on_signals
+
     loop = asyncio.get_running_loop()
 
-    def stop(number: int) -> None:
+    def said(number: int) -> None:
         if interrupted.is_set() and number == signal.SIGINT:
             loop.remove_signal_handler(signal.SIGINT)
             raise KeyboardInterrupt
         print(f"\nwebeval rollouts: {signal.Signals(number).name}: ending the rollouts in flight; run the same "
               "command again to finish", file=sys.stderr, flush=True)
-        interrupted.set()
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(number, stop, number)
+    stop_on_signals(interrupted, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP), said)
 
 
 def _status(batch, summary: dict[str, Any], interrupted: bool) -> int:
