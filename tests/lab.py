@@ -92,6 +92,16 @@ def slow_data(req):
     return Response("after", content_type="text/plain", delay_s=0.3)
 
 
+@site.route("/leave")
+def leave(req):
+    return _bare("Leave", "<a id=away href='/lab/slow-page' style='display:block;width:300px;height:100px'>away</a>")
+
+
+@site.route("/slow-page")
+def slow_page(req):
+    return Response(_bare("Arrived", "<a id=away href='/lab/leave'>back</a>"), delay_s=2.0)
+
+
 @site.route("/hog")
 def hog(req):
     """A page that, two seconds after it loads, takes memory (32 MB a tick, touched so it is really used) until the

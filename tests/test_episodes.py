@@ -62,7 +62,7 @@ async def episode_of(runtime, sites, tmp_path, task_id, policy_for, budgets=Budg
 
 
 def oracle(session, prepared):
-    return OraclePolicy(session.locate, prepared.rewrite_url)
+    return OraclePolicy(session.locate, prepared.rewrite_url, session.page_ready)
 
 
 async def test_oracle_solves_a_state_task_and_leaves_a_trajectory(runtime, sites, tmp_path):

@@ -8,7 +8,9 @@ import pytest
 from PIL import Image, ImageGrab
 import io
 
-from webeval.actions import parse_call
+from webeval.actions import Observation, parse_call
+from webeval.policy.oracle import OraclePolicy
+from webeval.tasks import OracleStep, Task
 from webeval.runtime.display import x_client
 from webeval.runtime.executor import execute
 from webeval.runtime.observe import grab, screenshot_png
@@ -179,6 +181,27 @@ async def test_settling_waits_for_a_late_response(session, runtime, lab_server):
     # act() settles: the 300 ms response and the redraw it causes are in the next observation.
     assert pixel(await screenshot_png(runtime.display), 1000, 600) == (0, 0, 255)
     assert await session.active.locator("#out").text_content() == "after"
+
+
+async def test_the_oracle_waits_for_a_page_that_is_leaving_before_its_next_step(session, runtime, lab_server):
+    # Past the settle cap (a slow response, a loaded machine) the old document is still there: a solution that
+    # answered now would be judged before its last click's request had reached the site.
+    await session.goto(lab_server.origin + "/lab/leave")
+    await session.settle()
+    oracle = OraclePolicy(session.locate, ready=session.page_ready)
+    await oracle.begin(Task(id="Lab--leave", site="Lab", goal="leave", start_url=lab_server.origin + "/lab/leave",
+                            solution=[OracleStep(do="click", selector="#away"), OracleStep(do="answer", text="done")]))
+    observation = Observation(step=1, screenshot_png=b"", size=SCREEN, url=session.active.url, title="Leave")
+    click = (await oracle.act(observation)).calls[0]
+    assert json.loads(click.arguments)["action"] == "click"
+    session.settler.cap_s = 0.3
+    await act(session, runtime, "computer", action="click", x=150, y=50)
+    turns = [json.loads((await oracle.act(observation)).calls[0].arguments)]  # the 2 s response is still due
+    while turns[-1].get("action") == "wait":
+        await session.active.wait_for_timeout(200)
+        turns.append(json.loads((await oracle.act(observation)).calls[0].arguments))
+    assert turns[0] == {"action": "wait", "seconds": 1} and turns[-1].get("answer") == "done", turns
+    assert await session.active.title() == "Arrived"
 
 
 async def test_input_taken_by_a_selects_popup_settles_without_waiting_out_the_cap(session, runtime, lab_server):

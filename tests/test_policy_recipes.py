@@ -46,7 +46,7 @@ async def plans(runtime, tmp_path_factory) -> dict[str, list[dict[str, Any]]]:
             try:
                 await session.context.add_cookies(prepared.cookies)
 
-                oracle = OraclePolicy(session.locate, prepared.rewrite_url)
+                oracle = OraclePolicy(session.locate, prepared.rewrite_url, session.page_ready)
                 episode = await AgentLoop(session, runtime.device, oracle, Budgets(max_steps=12)).run(
                     prepared.task, Episode(task_id=task.id, folder=folder))
             finally:

@@ -24,7 +24,7 @@ from webeval.policy.openai import (
 )
 from webeval.policy.openai.profile import behaviour_digest
 from webeval.policy.openai.tool_names import parse_tool_names
-from webeval.policy.oracle import OraclePolicy
+from webeval.policy.oracle import oracle
 
 if TYPE_CHECKING:  # what an episode hands the factory; the agent's and the runtime's types, not imported at run time
     from webeval.agent.environment import Prepared
@@ -179,7 +179,7 @@ class PolicyChoice:
 
         def episode_policy(session: TaskSession, prepared: Prepared) -> Policy:
             if self.name == "oracle":
-                return OraclePolicy(session.locate, prepared.rewrite_url)
+                return oracle(session, prepared)
             if self.name == "replay":
                 return self._replay_policy(screen, session, prepared)
             return self._live_policy(screen, session, prepared, transports)

@@ -14,6 +14,7 @@ from webeval.tasks import OracleStep, Task
 
 
 Locate = Callable[[str], Awaitable[Box | None]]
+Ready = Callable[[], Awaitable[bool]]
 MAX_SCROLLS = 40
 MAX_WAITS = 15  # seconds a target may take to appear (a slow page under load) before the solution is wrong
 
@@ -26,8 +27,10 @@ class OraclePolicy:
     name = "oracle"
     model = None
 
-    def __init__(self, locate: Locate, rewrite_url: Callable[[str], str] = lambda url: url) -> None:
+    def __init__(self, locate: Locate, rewrite_url: Callable[[str], str] = lambda url: url,
+                 ready: Ready | None = None) -> None:
         self._locate = locate
+        self._ready = ready
         self._rewrite = rewrite_url
         self._steps: list[OracleStep] = []
         self._index = 0
@@ -73,6 +76,10 @@ class OraclePolicy:
                 return ToolCall.of("computer", action="click", x=x, y=y)
             self._advance()
             return ToolCall.of("computer", action=step.do, x=x, y=y)
+        if self._ready is not None and not await self._ready():
+            # The last click's page is still on its way (a form posted on a slow machine): typing into it, or
+            # answering before its request has reached the site, would make the solution look wrong.
+            return self._wait(f"the page did not finish loading before step {self._index}")
         self._advance()
         if step.do == "type":
             return ToolCall.of("computer", action="type", text=step.text)
@@ -87,6 +94,12 @@ class OraclePolicy:
             return ToolCall.of("navigate", back=True)
         return ToolCall.of("terminate", status="success", answer=step.text)
 
+    def _wait(self, why: str) -> ToolCall:
+        self._waits += 1
+        if self._waits > MAX_WAITS:
+            raise OracleError(why)
+        return ToolCall.of("computer", action="wait", seconds=1)
+
     async def _drag(self, step: OracleStep, screen: tuple[int, int]) -> ToolCall:
         start = await self._target(step.selector, screen)
         if isinstance(start, ToolCall):
@@ -100,10 +113,7 @@ class OraclePolicy:
     async def _target(self, selector: str, screen: tuple[int, int]) -> tuple[int, int] | ToolCall:
         box = await self._locate(selector)
         if box is None:
-            self._waits += 1
-            if self._waits > MAX_WAITS:
-                raise OracleError(f"no visible element matches {selector!r}")
-            return ToolCall.of("computer", action="wait", seconds=1)
+            return self._wait(f"no visible element matches {selector!r}")
         x, y = box.centre
         width, height = screen
         if 0 <= x < width and 0 <= y < height:
@@ -121,4 +131,4 @@ class OraclePolicy:
 def oracle(session, prepared) -> OraclePolicy:
     """The policy factory that acts out each task's own solution: `run_task(task, slot, oracle, judge)`. It takes
     the episode's session (to find elements on screen) and its prepared task (to move URLs where the sites are)."""
-    return OraclePolicy(session.locate, prepared.rewrite_url)
+    return OraclePolicy(session.locate, prepared.rewrite_url, session.page_ready)

@@ -19,7 +19,7 @@ from webeval.runtime.display import Display
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES, keep
 from webeval.runtime.events import Events
 from webeval.runtime.guard import Guard, answered
-from webeval.runtime.settle import QUIET_SCRIPT, InputMark, Settler
+from webeval.runtime.settle import LOADED, QUIET_SCRIPT, InputMark, Settler
 
 CONTEXT_CLOSE_S = 10.0  # closing a context takes 0.05-0.3 s here; a browser that takes longer is not answering
 MAX_TABS = 10  # a page that opens a hundred windows gets its first few; the rest are closed as they appear
@@ -302,11 +302,22 @@ class TaskSession:
             await asyncio.wait_for(self.guard.close(), PAGE_ANSWER_S)
         return await close_context(self.context)
 
+    async def page_ready(self) -> bool:
+        """The active page has loaded and is not leaving for another document (a submitted form whose response is
+        slower than the settle cap, on a loaded machine)."""
+        try:
+            return bool(await self.require_active().evaluate(LOADED))
+        except PlaywrightError:
+            return False
+
     async def locate(self, selector: str) -> Box | None:
-        """The screen box of the first visible element matching a Playwright selector (viewport = screen)."""
+        """The screen box of the first visible element matching a Playwright selector (viewport = screen); None while
+        the page is not ready, so no click lands on a page that is going away."""
         page = self.require_active()
         locator = page.locator(selector)
         try:
+            if not await self.page_ready():
+                return None
             count = await locator.count()
             for index in range(count):
                 candidate = locator.nth(index)

@@ -54,6 +54,8 @@ QUIET_SCRIPT = """
 })();
 """
 _STAYED = "() => { const s = window.__webevalQuiet; if (s) s.leaving = false; }"
+# Loaded, and not on its way to another document (a submitted form, a followed link whose response is slow).
+LOADED = "() => document.readyState === 'complete' && !(window.__webevalQuiet || {}).leaving"
 _PROBE = """(() => { const s = window.__webevalQuiet;
   return s ? [document.readyState, performance.now() - s.last, s.doc, s.seen, s.open, s.leaving, s.opened]
            : [document.readyState, 1e9, 0, {}, 0, false, 0]; })()"""
