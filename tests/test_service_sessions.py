@@ -165,10 +165,14 @@ async def test_a_chromium_killed_mid_session_masks_it_as_infra_and_the_slot_reco
         assert answer.json()["done"] is True
         assert (verdict["mask_sample"], verdict["reward"], verdict["failure_kind"]) == (
             True, None, "infra_error[browser]"), verdict
-        both = [await seed(client, "Dictionary--2") for _ in range(SLOTS)]  # every slot, the killed one too
-        for again, _ in both:
+
+        async def answered() -> dict[str, str]:  # each answers at once: a slow restart never outlasts another's TTL
+            again, _ = await seed(client, "Dictionary--2")
             await client.post("/terminate", headers=again, json={"status": "success", "answer": "fluke"})
-        rewards = [(await client.post("/verify", headers=again)).json()["reward"] for again, _ in both]
+            return again
+
+        both = await asyncio.gather(*(answered() for _ in range(SLOTS)))  # every slot at once, the killed one too
+        rewards = [(await client.post("/verify", headers=again)).json()["reward"] for again in both]
     assert rewards == [1.0, 1.0] and slot.restarts == restarts + 1
 
 
