@@ -26,7 +26,7 @@ RESULTS = ROOT / "bench" / "results.json"
 # whole local suite at -n 1, 6-8 minutes by itself)
 MODULES = {"reconcile": 60, "taskset": 240, "rejudge": 120, "infra_latency": 120, "step": 150, "startup": 90,
            "scaling": 400, "whole_run": 1400, "whole_run_slots": 1400, "rollouts": 2400, "browsergym": 360,
-           "service": 600}
+           "service": 600, "storage": 900}
 # Run only when named (`make soak` is `--only soak`): five whole runs of the suite at -n 8.
 ON_REQUEST = {"soak": 3600}
 ORDER = ["reconcile_100k_s", "taskset_index_300k_s", "taskset_peak_rss_mb", "rejudge_per_s", "infra_detect_s",
@@ -35,7 +35,7 @@ ORDER = ["reconcile_100k_s", "taskset_index_300k_s", "taskset_peak_rss_mb", "rej
          "whole_run_slots_8_over_1", "rollouts_async_over_sync", "rollouts_async_over_sequential",
          "rollout_slot_idle_fraction", "rollout_pss_gb_per_slot",
          "miniwob_step_vs_browsergym", "miniwob_reset_vs_browsergym", "service_over_inprocess",
-         "service_seed_burst_errors", "service_health_p99_ms"]
+         "service_seed_burst_errors", "service_health_p99_ms", "stored_per_step_over_screenshot"]
 
 
 def run_module(name: str, timeout_s: float) -> tuple[list[dict], str]:

@@ -90,3 +90,14 @@ def slow(req):
 @site.route("/slow-data")
 def slow_data(req):
     return Response("after", content_type="text/plain", delay_s=0.3)
+
+
+@site.route("/hog")
+def hog(req):
+    """A page that, two seconds after it loads, takes memory (32 MB a tick, touched so it is really used) until the
+    kernel stops it."""
+    return _bare("Hog", "<p id=held>0</p><script>window.kept = []; setTimeout(() => setInterval(() => {"
+                        "const block = new Uint8Array(32 << 20); for (let i = 0; i < block.length; i += 4096) "
+                        "block[i] = 1; window.kept.push(block);"
+                        "document.getElementById('held').textContent = window.kept.length * 32 + ' MB'; }, 50), 2000);"
+                        "</script>")

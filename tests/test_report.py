@@ -20,7 +20,7 @@ from webeval.report.categories import CATEGORIES, allure_status, status_message
 from webeval.outcomes.redact import redact
 from webeval.report.run_environment import read_environment, write_environment
 from webeval.report.identity import history_id, placeholder_file
-from webeval.report.pictures import add_pictures
+from webeval.report.pictures import CLICKED, CROP, MARGIN, add_pictures, marked_crop
 from webeval.report.replay import Frame, animate, draw_marks, has_points, load, replay_frame
 from webeval.report.results import complete_results, detach_fixtures, write_placeholders
 from webeval.report.steps import describe, step_title
@@ -228,12 +228,16 @@ def test_the_pictures_pass_skips_what_it_cannot_read_and_does_each_result_once(t
         (tmp_path / f"{uuid}-result.json").write_text(json.dumps(result))
     (tmp_path / "b-result.json").write_text('{"uuid": "b", "steps": [')  # cut short
 
+    shot = (tmp_path / "a1.png").read_bytes()
     assert add_pictures(tmp_path) == 2
     a = json.loads((tmp_path / "a-result.json").read_text())
-    assert [[x["name"] for x in step["attachments"]][0] for step in a["steps"]] == [
-        "screenshot (click marked)", "screenshot", "screenshot"]  # the invalid reply and the missing one unmarked
-    with Image.open(tmp_path / "a1.png") as marked:
-        assert marked.convert("RGB").getpixel((50, 40))[1] < 100
+    assert [[x["name"] for x in step["attachments"] if x["name"] != "actions"] for step in a["steps"]] == [
+        ["screenshot", CLICKED], ["screenshot"], ["screenshot"]]  # the invalid reply and the missing one unmarked
+    assert (tmp_path / "a1.png").read_bytes() == shot, "the screenshot (a link to the attempt's file) is untouched"
+    [clicked] = [x for x in a["steps"][0]["attachments"] if x["name"] == CLICKED]
+    with Image.open(tmp_path / clicked["source"]) as marked:
+        # The whole 200 x 120 test screen is smaller than the crop: the mark is where the click was.
+        assert marked.size == (200, 120) and marked.convert("RGB").getpixel((50, 40))[1] < 100
     [replay] = [x for x in a["attachments"] if x["name"] == "replay"]
     with Image.open(tmp_path / replay["source"]) as frames:
         assert frames.n_frames == 2  # the steps that have a screenshot
@@ -316,3 +320,13 @@ def test_the_project_local_allure_is_found_from_below_the_checkout(tmp_path, mon
     fake.write_text("#!/bin/sh\n")
     (tmp_path / "deep/er").mkdir(parents=True)
     assert find_allure(tmp_path / "deep" / "er") == fake
+
+
+def test_the_marked_picture_is_the_screen_around_the_points_at_full_resolution():
+    screen = Image.new("RGB", (1280, 720), (255, 255, 255))
+    corner = Image.open(io.BytesIO(marked_crop(screen, [{"tool": "computer", "action": "click", "x": 1200, "y": 700}])))
+    assert corner.size == CROP  # kept inside the screen: the click is near its bottom-right corner
+    assert corner.convert("RGB").getpixel((1200 - 800, 700 - 450))[1] < 100
+    drag = {"tool": "computer", "action": "drag", "x": 100, "y": 100, "to_x": 900, "to_y": 150}
+    wide = Image.open(io.BytesIO(marked_crop(screen, [drag])))
+    assert wide.size == (800 + 2 * MARGIN, 50 + 2 * MARGIN)  # both ends, with room around them

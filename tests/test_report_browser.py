@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright
 
+from webeval.report.pictures import CLICKED
 from webeval.runtime.browser import find_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,11 +82,44 @@ def reported() -> Path:
     earlier.mkdir()
     shutil.copy(run_dir / "population.json", earlier / "population.json")
     for folder in (earlier, run_dir):
-        built = webeval("report", str(folder), "--history", str(history))
+        built = webeval("report", str(folder), "--history", str(history), "--single-file")
         assert built.returncode == 0, built.stderr
     assert f"report: {run_dir / 'report' / 'index.html'}" in built.stdout
     assert "history: " in built.stdout and "(2 runs)" in built.stdout
+    assert re.search(r"single file: .*report\.html \(\d+\.\d MB: every screenshot in it again\)", built.stdout)
+
+    # Built again: nothing is doubled (the same files, the same bytes stored), and the history still has two runs.
+    before = stored(run_dir)
+    again = webeval("report", str(run_dir), "--history", str(history), "--single-file")
+    assert again.returncode == 0 and "(2 runs)" in again.stdout, again.stderr
+    assert stored(run_dir) == before
     return run_dir
+
+
+def stored(run_dir: Path) -> tuple[int, int]:
+    """(files, bytes stored) of the results and the report folder, each inode counted once, as `du` counts."""
+    seen, files, size = set(), 0, 0
+    for folder in (run_dir / "allure-results", run_dir / "report", run_dir / "tasks"):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                files += 1
+                status = path.stat()
+                if status.st_ino not in seen:
+                    seen.add(status.st_ino)
+                    size += status.st_blocks * 512
+    return files, size
+
+
+def test_screenshots_are_stored_once_the_results_and_the_report_link_them(reported):
+    """Each step's screenshot is one inode: the attempt's file, linked from the Allure results and the report."""
+    shots = sorted((reported / "tasks").rglob("step-*.png"))
+    assert shots
+    report_files = [path for path in (reported / "report").rglob("*.png")]
+    for shot in shots:
+        assert shot.stat().st_nlink == 3, f"{shot}: {shot.stat().st_nlink} names, not the attempt's, the results' " \
+                                          "and the report's"
+    by_inode = {path.stat().st_ino for path in report_files}
+    assert {shot.stat().st_ino for shot in shots} <= by_inode
 
 
 async def open_tree(page: Page) -> None:
@@ -128,11 +163,18 @@ async def test_the_report_shows_every_task_with_its_status_steps_screenshots_and
             assert steps[0].startswith("1. click (") and steps[-1].startswith("3. terminate success: ")
             step = page.get_by_test_id("test-result-step").first
             await step.get_by_test_id("test-result-step-header").click()
-            await step.get_by_text("screenshot (click marked)").click()
+            await step.get_by_text("screenshot", exact=True).click()  # a hard link to the attempt's file: shown whole
             shot = step.locator("img").first
             await shot.wait_for()
             await shot.scroll_into_view_if_needed()
-            await page.wait_for_function("img => img.complete && img.naturalWidth === 1280", arg=await shot.element_handle())
+            await page.wait_for_function("img => img.complete && img.naturalWidth === 1280",
+                                         arg=await shot.element_handle())
+            await step.get_by_text(CLICKED, exact=True).click()
+            marks = step.locator("img").nth(1)
+            await marks.wait_for()
+            await page.wait_for_function("img => img.complete && img.naturalWidth === 480",
+                                         arg=await marks.element_handle())
+            await marks.scroll_into_view_if_needed()
             await page.screenshot(path=str(run_dir / "report-task.png"))
 
             await page.goto(f"{base}/report/index.html#charts")

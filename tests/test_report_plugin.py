@@ -17,7 +17,7 @@ from filelock import FileLock
 from PIL import Image
 
 from webeval.report.identity import history_id, placeholder_file
-from webeval.report.pictures import add_pictures
+from webeval.report.pictures import CLICKED, add_pictures
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-webeval-never-in-a-report-7f3a"
@@ -213,23 +213,26 @@ def test_a_result_has_labels_volatile_parameters_steps_and_attachments(synthetic
     [trajectory] = (run_dir / "tasks" / "Lab--passes").glob("attempt-*/step-001.png")
     original = trajectory.read_bytes()
     assert (folder / first["screenshot"]["source"]).read_bytes() == original  # the workers draw nothing
+    # In the run's own results folder the screenshot is the trajectory's file itself: a hard link, no copy.
+    assert (run_dir / "allure-results" / first["screenshot"]["source"]).stat().st_ino == trajectory.stat().st_ino
     assert (folder / first["model reply"]["source"]).read_text() == "model reply 1: I opened http://***@127.0.0.1:9/"
     top = {a["name"]: a for a in result["attachments"]}
     assert {"final answer", "verdict: success", "judge reply", "evidence"} <= set(top) and "replay" not in top
     verdict = json.loads((folder / top["verdict: success"]["source"]).read_text())
     assert verdict["reason"] == "matches" and verdict["judge"] == "lab-judge"
 
-    # What `webeval report` adds: marks drawn on the results' copies of the screenshots, and a replay.
+    # What `webeval report` adds: the marks on a picture of their own (the screenshot stays as it is), a replay.
     assert add_pictures(folder) == 7  # every result with steps: passes, wrong, budget, invalid, infra, judge, later
 
     [result] = results_by_task(folder)["Lab--passes"]
     first = {a["name"]: a for a in result["steps"][0]["attachments"]}
-    assert set(first) == {"screenshot (click marked)", "model reply", "actions"}
-    marked = Image.open(folder / first["screenshot (click marked)"]["source"]).convert("RGB")
-    red, green, blue = marked.getpixel((40, 30))  # the click point's dot
+    assert set(first) == {"screenshot", CLICKED, "model reply", "actions"}
+    assert (folder / first["screenshot"]["source"]).read_bytes() == original
+    marked = Image.open(folder / first[CLICKED]["source"]).convert("RGB")
+    red, green, blue = marked.getpixel((40, 30))  # the click point's dot (the whole small screen is in the picture)
     assert red > 150 and green < 100 and blue < 120
     assert marked.getpixel((150, 80)) == (250, 250, 250)  # far from the mark: the page as it was
-    assert "screenshot" in {a["name"] for a in result["steps"][1]["attachments"]}  # terminate: no point to mark
+    assert {a["name"] for a in result["steps"][1]["attachments"]} == {"screenshot", "model reply", "actions"}
     assert trajectory.read_bytes() == original
     top = {a["name"]: a for a in result["attachments"]}
     replay = Image.open(folder / top["replay"]["source"])
@@ -300,7 +303,7 @@ def test_a_session_without_tasks_leaves_no_run_directory(tmp_path):
 def test_the_report_sorts_results_into_our_categories(synthetic_run, tmp_path):
     run_dir, _, _ = synthetic_run
     done = subprocess.run([str(Path(sys.executable).with_name("webeval")), "report", str(run_dir),
-                           "--history", str(tmp_path / "history.jsonl")],
+                           "--history", str(tmp_path / "history.jsonl"), "--single-file"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"report: {run_dir / 'report' / 'index.html'}" in done.stdout

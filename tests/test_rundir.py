@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import re
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.small_fs import fill, small_filesystem
 from webeval.outcomes.record import AttemptRecord, FailureClass, Outcome
 from webeval.outcomes.rundir import POPULATION, RESULTS, RunDir, read_records
 from webeval.tasks import Population
@@ -83,7 +85,7 @@ def test_unknown_fields_in_a_record_are_ignored(run_dir):
 
 # --- torn lines --------------------------------------------------------------------------------------------------
 
-def test_torn_last_line_is_skipped_and_the_next_append_starts_fresh(run_dir):
+def test_torn_last_line_is_skipped_and_the_next_append_cuts_it_off(run_dir):
     results = run_dir.path / RESULTS
     run_dir.append(record("Shop--0"))
     run_dir.append(record("Shop--1"))
@@ -97,10 +99,9 @@ def test_torn_last_line_is_skipped_and_the_next_append_starts_fresh(run_dir):
 
     run_dir.append(record("Flights--0", outcome=Outcome.failed))
     lines = results.read_text(encoding="utf-8").split("\n")
-    assert lines[2] == whole[: len(whole) // 2]          # the torn line is left as it was
-    assert json.loads(lines[3])["task_id"] == "Flights--0"  # and ours starts on a fresh line
-    with pytest.warns(UserWarning, match=rf"{re.escape(str(results))}:3:"):
-        records = read_records(results)
+    # Half a record is no record: ours takes its place, and every line parses again.
+    assert len(lines) == 4 and lines[3] == "" and json.loads(lines[2])["task_id"] == "Flights--0"
+    records = read_quietly(results)
     assert [(r.task_id, r.outcome) for r in records] == [
         ("Shop--0", Outcome.passed), ("Shop--1", Outcome.passed), ("Flights--0", Outcome.failed)]
 
@@ -112,10 +113,10 @@ def test_torn_multibyte_character_is_skipped(run_dir):
     cut = whole.index("你".encode()) + 1  # in the middle of a three-byte character
     with open(results, "ab") as f:
         f.write(whole[:cut])
-    run_dir.append(record("Shop--1"))
     with pytest.warns(UserWarning, match=rf"{re.escape(str(results))}:2:"):
-        records = read_records(results)
-    assert [r.task_id for r in records] == ["Shop--0", "Shop--1"]
+        assert [r.task_id for r in read_records(results)] == ["Shop--0"]
+    run_dir.append(record("Shop--1"))  # cuts the torn bytes off: the file is valid UTF-8 again
+    assert [r.task_id for r in read_quietly(results)] == ["Shop--0", "Shop--1"]
 
 
 @pytest.mark.parametrize("bad", ["{not json}", "[1, 2]", '{"task_id": "x"}', "42", '{"run_id": "r", "task_id": "t", '
@@ -248,22 +249,37 @@ def test_create_again_keeps_the_existing_population(run_dir):
     assert (run_dir.path / POPULATION).read_bytes() == before
 
 
-def test_population_is_never_half_written(tmp_path, monkeypatch):
-    """A writer that dies mid-write leaves no population.json at all, never a torn one."""
-    original = Path.write_text
-
-    def dies_halfway(self, data, *args, **kwargs):
-        original(self, data[: len(data) // 2], *args, **kwargs)
-        raise OSError("disk full")
-
-    monkeypatch.setattr(Path, "write_text", dies_halfway)
-    run_dir = RunDir(tmp_path / "run")
-    with pytest.raises(OSError, match="disk full"):
+def test_population_is_never_half_written(tmp_path):
+    """A disk that fills up mid-write leaves no population.json at all, never a torn one."""
+    with small_filesystem(tmp_path / "small", 1 << 20) as small:
+        run_dir = RunDir(small / "run")
+        run_dir.path.mkdir()
+        ballast = fill(small, leave_bytes=len(POP.model_dump_json(indent=2)) // 2)
+        with pytest.raises(OSError) as full:
+            run_dir.create(POP)
+        assert full.value.errno == errno.ENOSPC
+        assert sorted(path.name for path in run_dir.path.iterdir()) == [], "no half-written file, no temporary one"
+        ballast.unlink()
         run_dir.create(POP)
-    monkeypatch.undo()
-    assert not (run_dir.path / POPULATION).exists()
-    run_dir.create(POP)
-    assert run_dir.population() == POP
+        assert run_dir.population() == POP
+
+
+def test_a_record_is_written_whole_or_not_at_all(tmp_path):
+    """A full disk fails the append of a whole line; the file keeps its last whole line and takes the next one whole."""
+    with small_filesystem(tmp_path / "small", 1 << 20) as small:
+        run_dir = RunDir(small / "run")
+        run_dir.create(POP)
+        run_dir.append(record("Shop--0"))
+        before = (run_dir.path / RESULTS).read_bytes()
+        big = record("Shop--1", reason="x" * 20_000)
+        ballast = fill(small, leave_bytes=10_000)  # room for half of the record
+        with pytest.raises(OSError) as full:
+            run_dir.append(big)
+        assert full.value.errno == errno.ENOSPC
+        assert (run_dir.path / RESULTS).read_bytes() == before
+        ballast.unlink()
+        run_dir.append(big)
+        assert [r.task_id for r in read_quietly(run_dir.path / RESULTS)] == ["Shop--0", "Shop--1"]
 
 
 def test_population_written_by_many_processes_at_once_is_whole(tmp_path):

@@ -3,14 +3,17 @@ merged into one run, and the manifests and workflow that docs/scale.md relies on
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.runs import Run, records, summary
+from tests.conftest import ROOT, processes_with
+from tests.runs import Run, records, summary, wait_for
 from webeval.plugin.selection import auto_shard, in_shard
 
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -97,3 +100,26 @@ def test_the_workflow_runs_a_matrix_of_auto_shards_and_merges_them():
     assert any("--shard auto" in step.get("run", "") for step in shard["steps"])
     assert merge["needs"] == "shard" and merge["if"] == "always()"
     assert any("webeval merge runs/shard-*" in step.get("run", "") for step in merge["steps"])
+
+
+def test_an_evicted_shard_pod_passes_sigterm_to_pytest_and_exits_12(tmp_path):
+    """The pod's own script, run as its shell runs it, with the shared volume in a temporary folder: SIGTERM to the
+    shell (the container's first process, as an eviction sends it) reaches pytest, the tasks in flight end as
+    interrupted, and the pod exits 12 (retried: the next pod resumes the shard)."""
+    (container,) = _manifest("shards.yaml")["spec"]["template"]["spec"]["containers"]
+    script = container["args"][0].replace("/runs/", f"{tmp_path}/runs/")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(WEBEVAL_SHARD_TOTAL="9", JOB_COMPLETION_INDEX="0", RUN_NAME="evicted", SUITE="suites/local",
+               WORKERS="2", WEBEVAL_TEST_RUN=f"evicted-{os.getpid()}")
+    shell = subprocess.Popen(["/bin/sh", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    shard = tmp_path / "runs" / "evicted" / "shard-0"
+    wait_for(lambda: list(shard.glob("tasks/*/attempt-1/step-002.png")), timeout=180, what="a task's second step")
+    shell.send_signal(signal.SIGTERM)
+    output, _ = shell.communicate(timeout=60)
+    assert shell.returncode == 12, output[-3000:]
+    assert "webeval: exit 12: stopped by SIGTERM; " in output
+    outcomes = {json.loads(line)["outcome"] for line in (shard / "results.jsonl").read_text().splitlines()}
+    assert outcomes <= {"passed", "infra_error"} and "infra_error" in outcomes, outcomes
+    wait_for(lambda: not processes_with(f"WEBEVAL_TEST_RUN={env['WEBEVAL_TEST_RUN']}"), timeout=30,
+             what="every process of the pod to end")

@@ -41,7 +41,7 @@ def serve_command(*arguments: str, env: dict[str, str] | None = None, timeout: f
     (("--host", "10.1.2.3", "--token-env", "WEBEVAL_TEST_UNSET"), {}, "$WEBEVAL_TEST_UNSET is not set"),
     (("--host", "0.0.0.0", "--token-env", "WEBEVAL_TEST_SHORT"), {"WEBEVAL_TEST_SHORT": "abc"}, "is too short"),
     (("--suite", "nowhere"), {}, "benchmark 'nowhere' is unknown: use one of local, miniwob, rubric, tasks"),
-    (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: cannot read task file"),
+    (("--suite", "tasks:/no/such/file.jsonl"), {}, "/no/such/file.jsonl: no such task file or folder"),
     (("--policy", "openai"), {}, "no base_url and no model (pass --policy-base-url"),
     (("--policy", "openai", "--policy-base-url", "http://127.0.0.1:9/v1", "--policy-model", "m",
       "--dump-observation"), {}, "--dump-observation is evaluation's"),
@@ -184,7 +184,8 @@ def test_secrets_never_reach_responses_logs_metrics_or_files(tmp_path):
     assert started and not [pid for pid in started if psutil.pid_exists(pid)]  # Xvfb, Chromium: all gone
 
 
-def test_sigterm_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_from_outside_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path, stop):
     server = subprocess.Popen([WEBEVAL, "serve", "--suite", "local", "--slots", "1", "--port", "0", "--out",
                                str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -195,7 +196,7 @@ def test_sigterm_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path):
             assert seeded.status_code == 200, seeded.text
         started = [child.pid for child in psutil.Process(server.pid).children(recursive=True)]
         began = time.monotonic()
-        server.send_signal(signal.SIGTERM)
+        server.send_signal(stop)
         server.communicate(timeout=90)
     finally:
         if server.poll() is None:

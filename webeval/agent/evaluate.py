@@ -26,6 +26,7 @@ from webeval.agent.loop import AgentLoop, Budgets
 from webeval.judges.decide import Decision, Judge, Unparseable, decide
 from webeval.judges.rejudge import rejudge_record
 from webeval.outcomes.cost import Prices
+from webeval.outcomes.disk import DISK, PROFILE_BYTES, disk_error, full_disk
 from webeval.outcomes.record import AttemptRecord, InfraError, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.spending import spent
@@ -39,7 +40,9 @@ from webeval.tasks import Task
 PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
 # Beyond the task's own budget, what opening and closing its context may take (20 s and 10 s bounds) and a margin.
 WATCHDOG_MARGIN_S = 45.0
-NOT_RETRIED = frozenset({"policy_auth"})  # a refused key fails every retry the same way
+INTERRUPTED = "interrupted"  # the session (or collection) was stopped with the attempt in flight: SIGTERM, Ctrl-C
+# A refused key fails every retry the same way; a full disk is still full; a stopped session starts nothing more.
+NOT_RETRIED = frozenset({"policy_auth", DISK, INTERRUPTED})
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Evaluation:
     unparseable: Unparseable = "mask"
     session_id: str = ""
     policy_prices: Prices | None = None  # what the policy's tokens cost (its profile's price table)
+    # Why the session is stopping (a signal), once it is: a cancelled episode then ends as infra[interrupted].
+    stopping: Callable[[], str | None] | None = None
 
 
 @dataclass
@@ -134,14 +139,20 @@ async def act(task: Task, how: Evaluation) -> Acted:
 
     async def attempt() -> Episode:
         await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
-        number, folder = how.run_dir.attempt_dir(task.id)
+        try:
+            number, folder = how.run_dir.attempt_dir(task.id)
+        except OSError as exc:
+            raise _full(exc, how) from None
         episodes.append(await run_episode(prepared, how, Episode(task_id=task.id, folder=folder, attempt=number)))
         return episodes[-1]
 
     def keep_retried(state: RetryCallState) -> None:
         episode = state.outcome.result()
         retried.append(_infra(how, task, episode.infra, episode, episode.duration_s, " (retried)"))
-        how.run_dir.append(retried[-1])
+        try:
+            how.run_dir.append(retried[-1])
+        except OSError as exc:
+            raise _full(exc, how) from None
 
     try:
         episode = await AsyncRetrying(stop=stop_after_attempt(how.infra_retries + 1), retry=retry_if_result(_retried),
@@ -172,10 +183,29 @@ async def judge_acted(acted: Acted, how: Evaluation) -> Attempt:
                             how.unparseable)
     if decision.verdict is not None:
         episode.verdict = decision.verdict
-        (episode.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+        try:
+            (episode.folder / "verdict.json").write_text(decision.verdict.model_dump_json(indent=2), encoding="utf-8")
+        except OSError as exc:  # the verdict is known but not kept: the attempt met the full disk
+            episode.infra = _full(exc, how)
+            return Attempt(_infra(how, acted.task, episode.infra, episode, time.monotonic() - acted.began), episode,
+                           retried=acted.retried)
     record = attempt_record(how, acted.task, decision.outcome, episode=episode, decision=decision,
                             duration_s=time.monotonic() - acted.began)
     return Attempt(record, episode, decision.verdict, retried=acted.retried)
+
+
+def interrupted(task: Task, how: Evaluation, acted: Acted | None, why: str) -> Attempt:
+    """The attempt of a task that a stop from outside (a signal) cancelled where its episode could not say so itself:
+    while its slot started (`acted` None), or while it was judged (its evidence is whole: judge it again later)."""
+    if acted is not None and acted.attempt is not None:
+        return acted.attempt
+    if acted is None or acted.episode is None:
+        error = InfraError(INTERRUPTED, f"{why} with the task in flight")
+        return Attempt(_infra(how, task, error, None, 0.0))
+    record = attempt_record(how, task, Outcome.judge_failed, episode=acted.episode, kind=INTERRUPTED,
+                            reason=f"judge_failed: {why} while the judge decided; the evidence is kept",
+                            duration_s=time.monotonic() - acted.began)
+    return Attempt(record, acted.episode, retried=acted.retried)
 
 
 async def _ready(slot: AnySlot, starts: int = 3) -> None:
@@ -210,13 +240,33 @@ async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> 
     except TimeoutError:
         episode.infra = await runtime.failure() or InfraError(
             "watchdog", f"the attempt took over {bound:.0f} s with every part of the runtime answering")
+    except OSError as exc:
+        episode.infra = _full(exc, how)
+    except asyncio.CancelledError:
+        why = how.stopping() if how.stopping is not None else None
+        if not why:
+            raise
+        asyncio.current_task().uncancel()  # the stop is ours to report: the episode ends as infrastructure
+        episode.infra = InfraError(INTERRUPTED, f"{why} with the task in flight")
     finally:
-        episode.evidence(prepared.task.goal).write()
+        if episode.infra is not None and hasattr(runtime, "explained"):
+            episode.infra = runtime.explained(episode.infra)  # a signal, or the out-of-memory killer, named
+        try:
+            episode.evidence(prepared.task.goal).write()
+        except OSError as exc:
+            episode.infra = episode.infra or _full(exc, how)
         if session is not None:
             # A context that does not close in time leaves the episode as it was: the next task's ready() finds
             # the browser not answering and starts another.
             await session.close()
     return episode
+
+
+def _full(error: OSError, how: Evaluation) -> InfraError:
+    """The InfraError of a full disk; any other OSError is raised again (with every part alive it is a bug)."""
+    if disk_error(error) is None:
+        raise error
+    return full_disk(disk_error(error), how.run_dir.path, PROFILE_BYTES + how.download_max_bytes)
 
 
 async def rejudge(task: Task, record: AttemptRecord, run_dir: RunDir, judge: Judge,

@@ -102,16 +102,38 @@ def _check(values: dict[str, Any]) -> None:
 
 
 async def collect_command(suite: str, values: dict[str, Any], suite_values: dict[str, Any]) -> int:
-    from webeval.benchmarks import benchmark_setup, open_setup
-    from webeval.rollouts import RolloutEngine, RolloutStore, collect
-    from webeval.rollouts.collection import CollectionError, Progress, settle_ask, summarize, summary_lines, \
-        write_summary
-
     out = Path(values["out"])
     if values["ray"]:
         from webeval.cli.ray_collection import join_cluster
 
         join_cluster(values["ray"])  # before anything is written: an unreachable cluster is one line and no folder
+    lease = _claim(out)
+    try:
+        return await _collect(suite, values, suite_values, out)
+    finally:
+        lease.release()
+
+
+def _claim(out: Path):
+    """One collection writes a folder at a time: a second one stops at once, naming the first."""
+    import uuid
+
+    from webeval.outcomes.writer import WriterBusy, claim
+
+    try:
+        return claim(out, f"rollouts-{uuid.uuid4().hex[:8]}").keep_renewing()
+    except WriterBusy as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot write the collection there ({exc.strerror or exc})") from None
+
+
+async def _collect(suite: str, values: dict[str, Any], suite_values: dict[str, Any], out: Path) -> int:
+    from webeval.benchmarks import benchmark_setup, open_setup
+    from webeval.rollouts import RolloutEngine, RolloutStore, collect
+    from webeval.rollouts.collection import CollectionError, Progress, settle_ask, summarize, summary_lines, \
+        write_summary
+
     try:
         setup = benchmark_setup(suite, suite_values)
         choice = PolicyChoice.from_values({**values, "policy": values["policy"] or setup.default_policy})
@@ -224,18 +246,18 @@ def _engine_settings(settings: Settings, values: dict[str, Any]):
 def _on_signals(interrupted: asyncio.Event) -> None:
     """Ctrl-C, SIGTERM and SIGHUP end the collection as asked: in-flight rollouts masked `interrupted`, their records
     written, the rest left for the next run. A second Ctrl-C stops at once."""
+    from webeval.rollouts.interrupts import stop_on_signals
+
     loop = asyncio.get_running_loop()
 
-    def stop(number: int) -> None:
+    def said(number: int) -> None:
         if interrupted.is_set() and number == signal.SIGINT:
             loop.remove_signal_handler(signal.SIGINT)
             raise KeyboardInterrupt
         print(f"\nwebeval rollouts: {signal.Signals(number).name}: ending the rollouts in flight; run the same "
               "command again to finish", file=sys.stderr, flush=True)
-        interrupted.set()
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(number, stop, number)
+    stop_on_signals(interrupted, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP), said)
 
 
 def _status(batch, summary: dict[str, Any], interrupted: bool) -> int:

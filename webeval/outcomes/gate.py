@@ -105,12 +105,14 @@ def decide(gate: Gate, summary: Summary) -> tuple[int, str]:
     return GATE_PASSED, f"gate passed: score {score:.4f}"
 
 
-def selected_incomplete(unfinished: dict[str, int], selected: int) -> str:
-    """The one line of a session that exits 12: which of its tasks did not complete, and what to do."""
+def selected_incomplete(unfinished: dict[str, int], selected: int, cause: str | None = None,
+                        remedy: str | None = None) -> str:
+    """The one line of a session that exits 12: why it stopped (if it was stopped), which of its tasks did not
+    complete, and what to do."""
     what = ", ".join(f"{key}={count}" for key, count in sorted(unfinished.items()))
-    return (f"webeval: exit {SELECTED_INCOMPLETE}: {sum(unfinished.values())} of {selected} selected tasks did not "
-            f"complete ({what}); run them again with --resume DIR, or pass --allow-incomplete")
-
+    remedy = remedy or "run them again with --resume DIR, or pass --allow-incomplete"
+    head = f"webeval: exit {SELECTED_INCOMPLETE}: " + (f"{cause}; " if cause else "")
+    return f"{head}{sum(unfinished.values())} of {selected} selected tasks did not complete ({what}); {remedy}"
 
 def duplicates_line(duplicates: list[str]) -> str:
     """The last line of a session whose run ends with duplicates (it exits 13)."""

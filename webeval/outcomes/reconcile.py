@@ -13,6 +13,7 @@ from webeval.outcomes.conditions import Differences, mixed_lines
 from webeval.outcomes.cost import TOKENS
 from webeval.outcomes.intervals import METHOD, percent, score_interval
 from webeval.outcomes.record import AttemptRecord, Outcome
+from webeval.outcomes.whole_lines import replace_file
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import summary_versions
 from webeval.outcomes.spending import cost_lines, run_cost
@@ -263,10 +264,12 @@ def summary_json(summary: Summary) -> dict[str, Any]:
     return summary.model_dump(mode="json")
 
 
-def write_summary(run_dir: RunDir) -> Summary:
-    """Reconcile a run directory and write its summary.json and summary.md."""
-    summary = reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(), run_dir.conditions())
+def write_summary(run_dir: RunDir, summary: Summary | None = None) -> Summary:
+    """Reconcile a run directory (unless `summary` is its reconciliation already) and write its summary.json and
+    summary.md, each whole or not at all (OSError: a full disk)."""
+    summary = summary or reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(),
+                                   run_dir.conditions())
     data = {**summary_json(summary), **summary_versions(run_dir.path)}  # what the run's sessions ran with
-    (run_dir.path / "summary.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-    (run_dir.path / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    replace_file(run_dir.path / "summary.json", json.dumps(data, indent=2))
+    replace_file(run_dir.path / "summary.md", summary_markdown(summary))
     return summary

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +14,7 @@ from webeval.outcomes.conditions import (
     CONDITIONS, Conditions, ConditionsDiffer, Differences, differences, document, read_document, refusal,
 )
 from webeval.outcomes.record import AttemptRecord
+from webeval.outcomes.whole_lines import append_line, replace_file
 from webeval.tasks import Population
 
 RESULTS = "results.jsonl"
@@ -59,9 +59,7 @@ class RunDir:
         target = self.path / name
         if not target.exists():
             # Every worker may get here at once: write aside, then rename, so no reader sees half a file.
-            aside = target.with_name(f".{name}.{os.getpid()}")
-            aside.write_text(text, encoding="utf-8")
-            os.replace(aside, target)
+            replace_file(target, text)
 
     def check(self, population: Population) -> "RunDir":
         """PopulationMismatch when the directory already holds another population; nothing is written."""
@@ -91,19 +89,14 @@ class RunDir:
                 attempt += 1
 
     def append(self, record: AttemptRecord) -> None:
+        """The record as one whole line of results.jsonl, or (OSError: a full disk) nothing at all."""
         if record.task_id in self.reruns:
             record = record.model_copy(update={"extra": {**record.extra, "rerun": True}})
         if not record.finished_at:
             record = record.model_copy(update={"finished_at": datetime.now(timezone.utc).isoformat()})
-        line = record.model_dump_json() + "\n"
+        line = (record.model_dump_json() + "\n").encode("utf-8")
         with self._lock:
-            with open(self.path / RESULTS, "a", encoding="utf-8") as out:
-                # A killed writer can leave a torn last line; start ours on a fresh one.
-                if out.tell() and not _ends_with_newline(self.path / RESULTS):
-                    out.write("\n")
-                out.write(line)
-                out.flush()
-                os.fsync(out.fileno())
+            append_line(self.path / RESULTS, line)
 
     def records(self) -> list[AttemptRecord]:
         return read_records(self.path / RESULTS)
@@ -117,9 +110,8 @@ class RunDir:
 
     def set_conventions(self, conventions: dict[str, str]) -> None:
         merged = {**self.conventions(), **conventions}
-        aside = self.path / f".{CONVENTIONS}.{os.getpid()}"
-        aside.write_text(json.dumps(merged, indent=2), encoding="utf-8")
-        os.replace(aside, self.path / CONVENTIONS)
+        if merged != self.conventions():
+            replace_file(self.path / CONVENTIONS, json.dumps(merged, indent=2))
 
     def _conditions_file(self) -> dict[str, Any]:
         try:
@@ -140,7 +132,7 @@ class RunDir:
             data = self._conditions_file()
             first, mixed = read_document(data)
             if not first:
-                self._write_replacing(CONDITIONS, document(conditions, session, {}))
+                replace_file(self.path / CONDITIONS, _json(document(conditions, session, {})))
                 return {}
             if data.get("first_session") == session:
                 return {}
@@ -148,20 +140,13 @@ class RunDir:
             if found and not allow_mixed:
                 raise ConditionsDiffer(refusal(str(self.path), found))
             if found and mixed.get(session) != found:
-                self._write_replacing(CONDITIONS, document(first, data.get("first_session", ""),
-                                                           {**mixed, session: found}))
+                replace_file(self.path / CONDITIONS, _json(document(first, data.get("first_session", ""),
+                                                                    {**mixed, session: found})))
             return found
 
-    def _write_replacing(self, name: str, value: dict[str, Any]) -> None:
-        aside = self.path / f".{name}.{os.getpid()}"
-        aside.write_text(json.dumps(value, indent=2, ensure_ascii=False), encoding="utf-8")
-        os.replace(aside, self.path / name)
 
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def read_records(path: Path) -> list[AttemptRecord]:

@@ -8,11 +8,14 @@ that differed between sessions, so that no score silently mixes two set-ups.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
+
+from webeval.outcomes.whole_lines import append_line
 
 SESSIONS = "sessions.jsonl"
 
@@ -31,13 +34,10 @@ def copy_sessions(source: Path, target: Path) -> None:
 
 
 def _append(run_path: Path, entry: dict[str, Any]) -> None:
-    line = json.dumps(entry, ensure_ascii=False) + "\n"
-    # One write of one short line in append mode: sessions finishing at once never interleave.
-    fd = os.open(run_path / SESSIONS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8"))
-    finally:
-        os.close(fd)
+    line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    # Whole lines only (a full disk leaves none half written); sessions finishing at once take turns.
+    with FileLock(str(run_path / f".{SESSIONS}.lock")):
+        append_line(run_path / SESSIONS, line)
 
 
 def read_sessions(run_path: Path) -> list[dict[str, Any]]:

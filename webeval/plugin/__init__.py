@@ -9,14 +9,14 @@ import pytest
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin import allure, browsers, cost_limit, episode_fixtures, epoch_option, gate_options, options, outcome
 from webeval.plugin import policies, progress, redaction, rejudge_selection, run_conditions, run_writer, selection
-from webeval.plugin import session_summary, session_versions, suite, task_file_door
+from webeval.plugin import session_summary, session_versions, stops, suite, task_file_door
 from webeval.plugin.keys import RUN_DIR, SESSION_ID
 from webeval.plugin.options import Settings, run_dir_path, settings
 from webeval.plugin.policies import check_policy, chosen
 
 _PARTS = (options, browsers, redaction, selection, rejudge_selection, gate_options, policies, episode_fixtures, outcome,
           suite, session_summary, allure, progress, session_versions, epoch_option, cost_limit, task_file_door,
-          run_writer, run_conditions)
+          run_writer, run_conditions, stops)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

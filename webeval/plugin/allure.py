@@ -26,18 +26,22 @@ import pytest
 
 from webeval.agent.episode import Episode
 from webeval.outcomes import epochs
+from webeval.outcomes.disk import disk_error
 from webeval.outcomes.reconcile import reconcile
 from webeval.outcomes.record import Outcome
 from webeval.outcomes.redact import redact
 from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.spending import cost_environment, record_cost, record_tokens
 from webeval.outcomes.verdict import Verdict
+from webeval.plugin.allure_writes import guard
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, TASK, dry_run, finished_run_dir
+from webeval.plugin.unwritten import unwritten
 from webeval.report.categories import allure_status, status_message
 from webeval.report.run_environment import environment
 from webeval.report.identity import (DEFAULT_SUITE_LABELS, full_name, history_id, task_labels, test_case_id)
 from webeval.report.results import RESULTS_DIR, complete_results
-from webeval.report.steps import step_title
+from webeval.report.links import link_or_copy
+from webeval.report.steps import step_length_s, step_parameters, step_title
 from webeval.tasks import Task
 
 _POPULATION = pytest.StashKey[str]()
@@ -76,11 +80,13 @@ def _start_writer(config: pytest.Config, folder: Path) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if dry_run(config) or not allure_loaded(config) or config.pluginmanager.get_plugin(LISTENER):
+    if dry_run(config) or not allure_loaded(config) or not any(TASK in item.stash for item in session.items):
         return
     folder = results_dir(config)
-    if folder is not None and any(TASK in item.stash for item in session.items):
+    if folder is not None and not config.pluginmanager.get_plugin(LISTENER):
         _start_writer(config, folder)
+    if config.pluginmanager.get_plugin(LISTENER) is not None:
+        guard(config, session)
 
 
 def _population_name(config: pytest.Config) -> str:
@@ -164,13 +170,14 @@ def decorate(item: pytest.Item, result: Any) -> None:
         if value is not None:
             result.parameters.append(Parameter(name=name, value=value, excluded=True))
     if episode is not None:
-        _add_steps(result, episode)
+        _add_steps(result, episode, results_dir(item.config))
         _add_outcome(result, episode, verdict)
 
 
 def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | None = None,
-            source: Path | None = None) -> None:
-    """Write an attachment through Allure's writer (ours or allure-pytest's) and list it on a step or result."""
+            source: Path | None = None, into: Path | None = None) -> None:
+    """Write an attachment through Allure's writer (ours or allure-pytest's) and list it on a step or result; a file
+    that is not text is linked into the results folder `into` (webeval.report.links), not copied."""
     from allure_commons import plugin_manager
     from allure_commons.model2 import Attachment
 
@@ -179,6 +186,8 @@ def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | N
         # Text goes out through redact: a URL the agent visited may carry credentials, and reports are shared.
         text = source.read_text(encoding="utf-8", errors="replace") if source is not None else data
         plugin_manager.hook.report_attached_data(body=redact(text), file_name=file_name)
+    elif source is not None and into is not None:
+        link_or_copy(source, into / file_name)
     elif source is not None:
         plugin_manager.hook.report_attached_file(source=str(source), file_name=file_name)
     else:
@@ -186,32 +195,22 @@ def _attach(owner: Any, name: str, mime: str, ext: str, *, data: bytes | str | N
     owner.attachments.append(Attachment(name=name, source=file_name, type=mime))
 
 
-def _add_steps(result: Any, episode: Episode) -> None:
+def _add_steps(result: Any, episode: Episode, into: Path | None) -> None:
     from allure_commons.model2 import Parameter, StatusDetails, TestStepResult
 
     clock = result.start or 0
     for step in episode.steps:
-        # Steps carry their measured length; laid end to end from the test's start they match its timeline.
-        length = step.timings.get("step") or sum(step.timings.values()) or step.latency_s
         node = TestStepResult(name=step_title(step.step, step.actions, step.error), stage="finished",
-                              status="failed" if step.error else "passed",
-                              start=clock, stop=clock + int(length * 1000))
+                              status="failed" if step.error else "passed", start=clock,
+                              stop=clock + int(step_length_s(step.timings, step.latency_s) * 1000))
         clock = node.stop
         if step.error:
             node.statusDetails = StatusDetails(message=step.error)
-        node.parameters = [Parameter(name="url", value=redact(step.url)), Parameter(name="title", value=step.title)]
-        if step.results:
-            node.parameters.append(Parameter(name="result", value="; ".join(step.results)))
-        # One row each: a step's screenshot comes after its parameters, so they are kept short.
-        if step.timings:
-            node.parameters.append(Parameter(name="seconds", value=" · ".join(
-                f"{name} {value:.2f}" for name, value in step.timings.items())))
-        if step.usage:
-            node.parameters.append(Parameter(name="tokens", value=" · ".join(
-                f"{name.removesuffix('_tokens')} {value}" for name, value in step.usage.items())))
+        node.parameters = [Parameter(name=name, value=value) for name, value in
+                           step_parameters(redact(step.url), step.title, step.results, step.timings, step.usage)]
         screenshot = episode.folder / step.screenshot
         if screenshot.is_file():
-            _attach(node, "screenshot", "image/png", "png", source=screenshot)
+            _attach(node, "screenshot", "image/png", "png", source=screenshot, into=into)
         if step.raw:
             _attach(node, "model reply", "text/plain", "txt", data=step.raw)
         if step.actions:  # also what webeval.report.pictures marks the screenshot with
@@ -267,7 +266,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     env["score"] = summary.headline()  # an interval while the run is incomplete
     env.update(epochs.environment(summary.epochs))
     env.update(cost_environment(summary.cost))
-    missing = complete_results(folder, run_dir, env)
+    try:
+        missing = complete_results(folder, run_dir, env)
+    except OSError as exc:
+        if disk_error(exc) is None:
+            raise
+        unwritten(config, "the Allure results of the tasks without one", disk_error(exc), run_dir.path)
+        return
     config.stash[_COMPLETED] = (folder, len(missing), population.size)
 
 

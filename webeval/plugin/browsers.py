@@ -3,6 +3,7 @@ starts. An endpoint that cannot be reached stops the session with one line and e
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from webeval.plugin.keys import RUN_DIR
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import STOP_EXIT_CODE
+from webeval.runtime.fd_limits import raise_soft_limit, too_few
 from webeval.runtime.leases import DEFAULT_TTL_S, Leases
 from webeval.runtime.providers import Provider, parse_provider, unreachable
 from webeval.runtime.remote import RemoteSlot
@@ -46,11 +48,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Once, on the xdist controller: a remote endpoint nobody can reach would make every task not run."""
+    """Once, on the xdist controller, before any worker starts: a remote endpoint nobody can reach, or an open-file
+    limit too low for a browser, would make every task fail the same way. Every process raises its soft open-file
+    limit to the hard one (a process with several slots needs more than a shell's default 1024 may leave)."""
     config = session.config
+    raise_soft_limit()
     if config.option.help or hasattr(config, "workerinput") or config.option.collectonly:
         return
-    problem = unreachable(provider(config))
+    chosen = provider(config)
+    workers = getattr(config.option, "numprocesses", None)
+    workers = workers if isinstance(workers, int) else (os.cpu_count() or 1) if workers else 0
+    too_low = too_few(slots=getattr(config.option, "slots", None) or 1, workers=workers,
+                      local_browser=not chosen.remote)
+    if too_low is not None:
+        pytest.exit(f"webeval: {too_low}", returncode=STOP_EXIT_CODE)
+    problem = unreachable(chosen)
     if problem is not None:
         pytest.exit(f"webeval: {problem}; check --browser", returncode=STOP_EXIT_CODE)
 

@@ -7,6 +7,8 @@ attempt's record (webeval.plugin.outcome), whatever pytest flags such as --runxf
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import faulthandler
 from typing import Awaitable, Callable, Iterator
 
@@ -14,8 +16,9 @@ import pytest
 import pytest_asyncio
 
 from webeval.agent.environment import Environment
-from webeval.agent.evaluate import Attempt, Evaluation, evaluate, rejudge
+from webeval.agent.evaluate import Acted, Attempt, Evaluation, act, interrupted, judge_acted, rejudge
 from webeval.judges.decide import Judge
+from webeval.outcomes.disk import DISK, PROFILE_BYTES, short_of_space
 from webeval.outcomes.evidence import Evidence
 from webeval.outcomes.record import AttemptRecord, JudgeError, NotRun
 from webeval.outcomes.rundir import RunDir
@@ -27,6 +30,8 @@ from webeval.plugin.keys import ATTEMPT, SESSION_ID
 from webeval.plugin.rejudge_selection import FINAL, unparseable
 from webeval.plugin.options import Settings
 from webeval.plugin.policies import EPISODE_POLICY, chosen, stop_session
+from webeval.plugin.halting import Halt, halt, halted
+from webeval.plugin.stops import stopping
 from webeval.tasks import Task
 
 # Every wait of an attempt has its own bound (the task's budget, 20 s to open a context, 10 s to close it, the
@@ -106,31 +111,12 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
         # Every task would break the same way: stop after this one, with the one thing to do.
         stop_session(item, NO_POLICY)
         raise NotRun("no_policy", NO_POLICY)
-    def evaluation(slot) -> Evaluation:
-        return Evaluation(
-            slot=slot, run_dir=webeval_run_dir, judge=webeval_judge, policy=config.stash[EPISODE_POLICY],
-            environment=webeval_environment, budgets=webeval_settings.budgets,
-            settle_cap_s=webeval_settings.settle_cap_s, download_max_bytes=webeval_settings.download_max_bytes,
-            infra_retries=webeval_settings.infra_retries,
-            unparseable=unparseable(config), session_id=config.stash.get(SESSION_ID, ""),
-            policy_prices=chosen(config).prices)
-
-    if webeval_settings.slots > 1:
-        request.getfixturevalue("webeval_scheduler")
-
-        async def attempt(task: Task) -> Attempt:
-            if SCHEDULER not in config.stash:  # the first task: every selected task is handed to the slots now
-                pool = SlotPool([make_runtime(config, webeval_settings) for _ in range(webeval_settings.slots)])
-                config.stash[SCHEDULER] = TaskScheduler(pool, evaluation)
-                config.stash[SCHEDULER].schedule(request.session.items)
-            return await config.stash[SCHEDULER].attempt(item)
-    else:
-        how = evaluation(request.getfixturevalue("webeval_runtime"))
-
-        async def attempt(task: Task) -> Attempt:
-            return await evaluate(task, how)
+    attempt = _attempts(request, webeval_settings, webeval_run_dir, webeval_environment, webeval_judge)
 
     async def run(task: Task) -> Verdict:
+        stopped = halted(config) or _short_of_space(item, webeval_run_dir, webeval_settings.download_max_bytes)
+        if stopped is not None:  # the session is stopping, or the disk is too full for a task: it is not started
+            raise NotRun(stopped.kind, f"{stopped.why}: the task was not started")
         try:
             return _handed(item, await attempt(task))
         except NotRun as exc:
@@ -144,3 +130,75 @@ def run_task(request: pytest.FixtureRequest, webeval_settings: Settings, webeval
                                       exit=True)
     yield run
     faulthandler.cancel_dump_traceback_later()
+
+
+def _attempts(request: pytest.FixtureRequest, settings: Settings, run_dir: RunDir, environment: Environment,
+              judge: Judge) -> Callable[[Task], Awaitable[Attempt]]:
+    """What makes a task's attempt: evaluate() on the worker's slot, or (--slots N) the session's scheduler. A stop
+    (SIGTERM, Ctrl-C) cancels the attempts in flight into ones masked `interrupted`; an attempt that met a full disk
+    stops the session from starting more."""
+    config, item = request.config, request.node
+    stop = stopping(config)
+
+    def evaluation(slot) -> Evaluation:
+        return Evaluation(
+            slot=slot, run_dir=run_dir, judge=judge, policy=config.stash[EPISODE_POLICY], environment=environment,
+            budgets=settings.budgets, settle_cap_s=settings.settle_cap_s,
+            download_max_bytes=settings.download_max_bytes, infra_retries=settings.infra_retries,
+            unparseable=unparseable(config), session_id=config.stash.get(SESSION_ID, ""),
+            policy_prices=chosen(config).prices, stopping=lambda: (halted(config) or (None, None))[1])
+
+    if settings.slots > 1:
+        request.getfixturevalue("webeval_scheduler")
+
+        def watched(slot) -> Evaluation:  # called in the attempt's own task: a stop cancels that task
+            if stop is not None:
+                stop.watch()
+            return evaluation(slot)
+
+        async def scheduled(task: Task) -> Attempt:
+            if SCHEDULER not in config.stash:  # the first task: every selected task is handed to the slots now
+                pool = SlotPool([make_runtime(config, settings) for _ in range(settings.slots)])
+                config.stash[SCHEDULER] = TaskScheduler(pool, watched)
+                config.stash[SCHEDULER].schedule(request.session.items)
+            return await _unless_stopped(item, evaluation(None), task, config.stash[SCHEDULER].attempt(item))
+
+        return scheduled
+    how = evaluation(request.getfixturevalue("webeval_runtime"))
+
+    async def evaluated(task: Task) -> Attempt:
+        with stop.in_flight() if stop is not None else contextlib.nullcontext():
+            progress: dict[str, Acted] = {}
+            return await _unless_stopped(item, how, task, _acted_then_judged(task, how, progress), progress)
+
+    return evaluated
+
+
+async def _acted_then_judged(task: Task, how: Evaluation, progress: dict[str, Acted]) -> Attempt:
+    progress["acted"] = await act(task, how)
+    return await judge_acted(progress["acted"], how)
+
+
+async def _unless_stopped(item: pytest.Item, how: Evaluation, task: Task, work: Awaitable[Attempt],
+                          progress: dict[str, Acted] | None = None) -> Attempt:
+    """The attempt `work` makes; cancelled by a stop, the one masked `interrupted` (where it had got to)."""
+    config = item.config
+    try:
+        attempt = await work
+    except asyncio.CancelledError:
+        stopped = halted(config)
+        if stopped is None:
+            raise
+        asyncio.current_task().uncancel()
+        attempt = interrupted(task, how, (progress or {}).get("acted"), stopped.why)
+    if attempt.record.kind == DISK:
+        halt(config, DISK, attempt.record.reason.removeprefix(f"infra[{DISK}]: "), item.session)
+    return attempt
+
+
+def _short_of_space(item: pytest.Item, run_dir: RunDir, download_max_bytes: int) -> Halt | None:
+    short = short_of_space(run_dir.path, PROFILE_BYTES + download_max_bytes)
+    if short is None:
+        return None
+    halt(item.config, DISK, short.line, item.session)
+    return halted(item.config)

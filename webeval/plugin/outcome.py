@@ -22,10 +22,12 @@ import re
 
 import pytest
 
+from webeval.outcomes.disk import DISK, disk_error, full_disk
 from webeval.outcomes.record import AttemptRecord, NotRun, Outcome
 from webeval.outcomes.rundir import RunDir
 from webeval.plugin.episode_fixtures import Unscored
 from webeval.plugin.keys import ATTEMPT, RECORD, RUN_DIR, SESSION_ID, TASK
+from webeval.plugin.halting import halt
 
 OUTCOME_PROPERTY = "webeval_outcome"  # (name, value) in a report's user_properties: read on the xdist controller
 KIND_PROPERTY = "webeval_kind"
@@ -104,14 +106,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     # One record per test: its call phase, or the setup phase when it never got that far.
     if TASK in item.stash and (report.when == "call" or (report.when == "setup" and not report.passed)):
         record = decide(item, call, report)
-        apply(report, record, item)
-        item.stash[RECORD] = record
         attempt = item.stash.get(ATTEMPT, None)
         if not (attempt is not None and attempt.recorded and attempt.record is record):
-            item.config.stash[RUN_DIR].append(record)
+            record = kept(item, record)
+        apply(report, record, item)
+        item.stash[RECORD] = record
         report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind),
                                    (COST_PROPERTY, attempt.spent_usd if attempt is not None else 0.0)]
     return report
+
+
+def kept(item: pytest.Item, record: AttemptRecord) -> AttemptRecord:
+    """The record, appended to results.jsonl; on a full disk nothing is appended (no torn line), the attempt is
+    masked `infra_error[disk]` (it met the full disk) and the session starts no more tasks."""
+    run_dir: RunDir = item.config.stash[RUN_DIR]
+    try:
+        run_dir.append(record)
+        return record
+    except OSError as exc:
+        error = disk_error(exc)
+        if error is None:
+            raise
+        full = full_disk(error, run_dir.path)
+    halt(item.config, DISK, full.line, item.session)
+    return record.model_copy(update={"outcome": Outcome.infra_error, "kind": DISK, "failure_class": None,
+                                     "verdict": None,
+                                     "reason": f"infra[{DISK}]: {full.line}; the attempt's record was not kept"})
 
 
 def outcome_of(report: pytest.TestReport) -> tuple[Outcome, str | None] | None:
@@ -148,7 +168,12 @@ class CrashRecorder:
         record = AttemptRecord(run_id=run_dir.run_id, session=self.config.stash.get(SESSION_ID, ""),
                                task_id=task_id[1], site=site, outcome=Outcome.infra_error, kind="worker_crashed",
                                reason=f"infra[worker_crashed]: {report.longrepr.splitlines()[0]}", worker="controller")
-        run_dir.append(record)
+        try:
+            run_dir.append(record)
+        except OSError as exc:
+            if disk_error(exc) is None:
+                raise
+            halt(self.config, DISK, full_disk(disk_error(exc), run_dir.path).line)
         report.outcome, report.wasxfail = "skipped", record.reason
         report.user_properties += [(OUTCOME_PROPERTY, record.outcome.value), (KIND_PROPERTY, record.kind)]
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from webeval.outcomes.disk import disk_error, full_disk
 from webeval.outcomes.redact import SECRETS, declare, redact, scrub
 from webeval.plugin.keys import RUN_DIR
 
@@ -117,4 +119,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         logging.setLogRecordFactory(made)
     if SECRETS and not hasattr(config, "workerinput"):  # once, when every worker is done writing
         for root in dict.fromkeys(_written(config)):
-            scrub(root)
+            try:
+                scrub(root)
+            except OSError as exc:
+                if disk_error(exc) is None:
+                    raise
+                # A file whose secrets could not be masked must not go unnoticed: say so, and what to do.
+                sys.stderr.write(f"webeval: a secret under {root} may be unmasked: "
+                                 f"{full_disk(disk_error(exc), root).line}; free space there, then resume the run "
+                                 "with the same secrets (a session masks every file it wrote into at its end)\n")

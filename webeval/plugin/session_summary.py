@@ -8,11 +8,15 @@ from collections import Counter
 import pytest
 
 from webeval.outcomes.gate import RUN_DUPLICATES, SELECTED_INCOMPLETE, duplicates_line, selected_incomplete
-from webeval.outcomes.reconcile import Summary, summary_lines, write_summary
+from webeval.outcomes.disk import DISK, disk_error
+from webeval.outcomes.reconcile import Summary, reconcile, summary_lines, write_summary
+from webeval.outcomes.rundir import RunDir
 from webeval.plugin import gate_options
 from webeval.plugin.keys import RUN_DIR, finished_run_dir
 from webeval.plugin.outcome import outcome_of
+from webeval.plugin.halting import halted
 from webeval.plugin.run_writer import writer_lease
+from webeval.plugin.unwritten import unwritten, unwritten_line
 
 SUMMARY = pytest.StashKey[Summary]()
 EXIT_LINE = pytest.StashKey[str]()
@@ -74,20 +78,42 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run_dir = finished_run_dir(config)
     if run_dir is None:
         return
-    config.stash[SUMMARY] = summary = write_summary(run_dir)
+    config.stash[SUMMARY] = summary = _summarised(config, run_dir)
+    stopped = halted(config)
+    selected, task_ids = config.stash[SELECTED], frozenset(run_dir.population().ids)
+    unfinished = selected.unfinished(task_ids)
+    if stopped is not None and unfinished:
+        # A stopped session (a signal, a full disk) exits 12 whatever --allow-incomplete says: it did not end.
+        remedy = ("free space there, then " if stopped.kind == DISK else "") + \
+            f"run them with --resume {run_dir.path}"
+        config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished), stopped.why, remedy)
+        session.exitstatus = SELECTED_INCOMPLETE
+        return
+    if stopped is not None:  # stopped after its last task: nothing was cut short
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
     if summary.duplicates:
         config.stash[LAST_LINE] = duplicates_line(summary.duplicates)
         session.exitstatus = RUN_DUPLICATES
         return
-    selected, task_ids = config.stash[SELECTED], frozenset(run_dir.population().ids)
-    unfinished = selected.unfinished(task_ids)
     if unfinished and not config.option.allow_incomplete:
         config.stash[EXIT_LINE] = selected_incomplete(unfinished, selected.count(unfinished))
         session.exitstatus = SELECTED_INCOMPLETE
         return
     gate_options.apply(session, summary, run_dir.path)
+
+
+def _summarised(config: pytest.Config, run_dir: RunDir) -> Summary:
+    """The run reconciled, and its summary files written; on a full disk they are not (the terminal still shows it)."""
+    try:
+        return write_summary(run_dir)
+    except OSError as exc:
+        error = disk_error(exc)
+        if error is None:
+            raise
+        unwritten(config, "summary.json and summary.md", error, run_dir.path)
+    return reconcile(run_dir.population(), run_dir.records(), run_dir.conventions(), run_dir.conditions())
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -99,6 +125,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in summary_lines(summary):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"  results: {run_dir.path}/summary.md")
+    if unwritten_line(config):
+        terminalreporter.write_line(f"  {unwritten_line(config)}", red=True)
     lease = writer_lease(config)
     if lease is not None and lease.describe_takeover():
         terminalreporter.write_line(f"  writer: {lease.describe_takeover()}")

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from webeval.outcomes.disk import disk_error
 from webeval.outcomes.sessions import append_session
 from webeval.plugin.keys import SESSION_ID, finished_run_dir
 from webeval.plugin.policies import chosen
 from webeval.plugin.run_conditions import conditions_of
 from webeval.plugin.run_writer import writer_lease
+from webeval.plugin.unwritten import unwritten
 from webeval.report.versions import versions
 
 
@@ -26,6 +28,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     profile = chosen(config).profile
     lock = profile.recipe.lock if profile is not None and profile.recipe is not None else None
     lease = writer_lease(config)
-    append_session(run_dir.path, config.stash.get(SESSION_ID, ""), versions(chromium, Path(config.rootpath)),
-                   conditions=conditions_of(config, run_dir), recipe_lock=lock.pinned() if lock is not None else None,
-                   took_over=lease.taken_over if lease is not None else None)
+    try:
+        append_session(run_dir.path, config.stash.get(SESSION_ID, ""), versions(chromium, Path(config.rootpath)),
+                       conditions=conditions_of(config, run_dir),
+                       recipe_lock=lock.pinned() if lock is not None else None,
+                       took_over=lease.taken_over if lease is not None else None)
+    except OSError as exc:
+        if disk_error(exc) is None:
+            raise
+        unwritten(config, "this session's line of sessions.jsonl", disk_error(exc), run_dir.path)

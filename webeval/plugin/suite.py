@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from webeval.outcomes.disk import disk_error, full_disk
 from webeval.outcomes.epochs import CONVENTION, expand
+from webeval.outcomes.gate import SELECTED_INCOMPLETE
 from webeval.outcomes.rundir import PopulationMismatch, RunDir
 from webeval.plugin import run_conditions
 from webeval.plugin.keys import RUN_DIR, TASK, dry_run
@@ -132,11 +134,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run_dir: RunDir | None = config.stash.get(RUN_DIR, None)
     populations = [population for population in config.stash.get(SUITES, {}).values() if population]
     if run_dir is not None and populations and not dry_run(config):
-        run_dir.create(populations[0], config.stash.get(DOCUMENTS, {}))
-        run_conditions.record(config, run_dir)
-        epochs = getattr(config.option, "epochs", 1) or 1
-        run_dir.set_conventions({"judge_unparseable": unparseable(config), **({CONVENTION: str(epochs)}
-                                                                               if epochs > 1 else {})})
+        try:
+            run_dir.create(populations[0], config.stash.get(DOCUMENTS, {}))
+            run_conditions.record(config, run_dir)
+            epochs = getattr(config.option, "epochs", 1) or 1
+            run_dir.set_conventions({"judge_unparseable": unparseable(config), **({CONVENTION: str(epochs)}
+                                                                                   if epochs > 1 else {})})
+        except OSError as exc:
+            if disk_error(exc) is None:
+                raise
+            line = full_disk(disk_error(exc), run_dir.path).line
+            pytest.exit(f"webeval: exit {SELECTED_INCOMPLETE}: no task was started: {line}; free space there, "
+                        "then run the session again", returncode=SELECTED_INCOMPLETE)
     for item in items:
         task = getattr(item, "callspec", None) and item.callspec.params.get("task")
         if isinstance(task, Task):

@@ -1,4 +1,9 @@
-"""Building the HTML report with Allure 3 (the npm package `allure`), offline: a folder and a single file.
+"""Building the HTML report with Allure 3 (the npm package `allure`), offline: a folder, and on request a single file.
+
+The folder's attachments are hard links to the results' files (webeval.report.links): Allure copies each screenshot
+into the report, and the copy is replaced by a link to the file it copied, so the report stores no screenshot again.
+The single file cannot link anything: every screenshot is in it again, base64 (a third larger), so it is built only
+when asked for (`webeval report --single-file`), and its size is said.
 
 History: Allure 3 keeps it as a JSONL file, one data point per report. Ours holds one point per run: a report built
 again for the same run replaces that run's point, so the score's trend counts each run once.
@@ -17,6 +22,7 @@ from pathlib import Path
 
 from webeval.report.categories import CATEGORIES
 from webeval.report.compared import COMPARISON_CATEGORIES
+from webeval.report.links import fingerprints, stored_once
 
 ALLURE_ENV = "WEBEVAL_ALLURE"
 LOCAL_INSTALL = Path(".tools/allure/node_modules/.bin/allure")  # where `make setup` installs it
@@ -34,8 +40,9 @@ class ReportError(Exception):
 @dataclass(frozen=True)
 class Built:
     folder: Path  # index.html with its data beside it
-    single_file: Path
+    single_file: Path | None
     history: Path | None
+    linked_bytes: int = 0  # what the folder's attachments would have stored again, were they not links
 
 
 def find_allure(start: Path | None = None) -> Path:
@@ -77,15 +84,18 @@ def _forget_run(history: Path, name: str) -> None:
     aside.replace(history)
 
 
-def _config(name: str, output: Path, history: Path | None) -> dict:
+def _config(name: str, output: Path, history: Path | None, single_file: bool = False) -> dict:
+    plugins: dict = {
+        "awesome": {"options": {"reportName": name, "singleFile": False}},
+        "agent": {"enabled": False},  # Allure's output for coding agents: nothing a reviewer opens
+    }
+    if single_file:
+        plugins["single"] = {"import": "@allurereport/plugin-awesome",
+                             "options": {"reportName": name, "singleFile": True}}
     config: dict = {
         "name": name,
         "output": str(output),
-        "plugins": {
-            "awesome": {"options": {"reportName": name, "singleFile": False}},
-            "single": {"import": "@allurereport/plugin-awesome", "options": {"reportName": name, "singleFile": True}},
-            "agent": {"enabled": False},  # Allure's output for coding agents: nothing a reviewer opens
-        },
+        "plugins": plugins,
         "categories": {"rules": [{k: v for k, v in c.items() if k != "description"}
                                  for c in [*COMPARISON_CATEGORIES, *CATEGORIES]]},
     }
@@ -109,8 +119,8 @@ def strip_analytics(html: Path) -> None:
 
 
 def build(results: Path, output: Path, name: str, history: Path | None, allure: Path,
-          timeout_s: float = 600.0) -> Built:
-    """Generate the report from `results` into `output/report/` and `output/report.html`."""
+          timeout_s: float = 600.0, single_file: bool = False) -> Built:
+    """Generate the report from `results` into `output/report/` (and `output/report.html` with `single_file`)."""
     # Allure runs in a scratch folder and resolves relative paths from there: every path it gets is absolute.
     output, results = output.absolute(), results.absolute()
     history = history.absolute() if history is not None else None
@@ -118,27 +128,45 @@ def build(results: Path, output: Path, name: str, history: Path | None, allure: 
     if history is not None:
         history.parent.mkdir(parents=True, exist_ok=True)
         _forget_run(history, name)
+    target_folder, target_single = output / FOLDER, output / SINGLE_FILE
     with tempfile.TemporaryDirectory(prefix=".allure-build-", dir=output) as scratch:
-        work = Path(scratch)
-        generated = work / "out"
-        (work / "allurerc.json").write_text(json.dumps(_config(name, generated, history), indent=2), encoding="utf-8")
-        env = {**os.environ, "ALLURE_NO_ANALYTICS": "true", "NO_COLOR": "1"}
-        try:
-            done = subprocess.run([str(allure), "generate", "--config", "allurerc.json", str(results)],
-                                  cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise ReportError(f"allure generate took longer than {timeout_s:.0f} s") from None
-        except OSError as exc:
-            raise ReportError(f"cannot run {allure}: {exc.strerror}") from None
-        folder, single = generated / "awesome", generated / "single" / "index.html"
-        if done.returncode != 0 or not (folder / "index.html").is_file() or not single.is_file():
-            raise ReportError(f"allure generate failed (exit {done.returncode}): {_reason(done.stderr + done.stdout)}")
-        target_folder, target_single = output / FOLDER, output / SINGLE_FILE
+        generated = _generate(Path(scratch), results, _config(name, Path(scratch) / "out", history, single_file),
+                              allure, timeout_s)
         if target_folder.exists():
             shutil.rmtree(target_folder)
-        shutil.move(str(folder), target_folder)
-        shutil.move(str(single), target_single)
-    for html in (target_folder / "index.html", target_single):
+        shutil.move(str(_folder_of(generated)), target_folder)
+        if single_file:
+            shutil.move(str(generated / "single" / "index.html"), target_single)
+    if not single_file:
+        target_single.unlink(missing_ok=True)  # an earlier build's would show an older state of the run
+    for html in (target_folder / "index.html", *([target_single] if single_file else [])):
         strip_analytics(html)
-    return Built(folder=target_folder, single_file=target_single, history=history)
+    _, saved = stored_once(target_folder, fingerprints(results))
+    return Built(folder=target_folder, single_file=target_single if single_file else None, history=history,
+                 linked_bytes=saved)
+
+
+def _generate(work: Path, results: Path, config: dict, allure: Path, timeout_s: float) -> Path:
+    """`allure generate` in `work`; the folder its plugins wrote into."""
+    (work / "allurerc.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    env = {**os.environ, "ALLURE_NO_ANALYTICS": "true", "NO_COLOR": "1"}
+    try:
+        done = subprocess.run([str(allure), "generate", "--config", "allurerc.json", str(results)],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ReportError(f"allure generate took longer than {timeout_s:.0f} s") from None
+    except OSError as exc:
+        raise ReportError(f"cannot run {allure}: {exc.strerror}") from None
+    generated = Path(config["output"])
+    wanted = [_folder_of(generated) / "index.html"] + (
+        [generated / "single" / "index.html"] if "single" in config["plugins"] else [])
+    if done.returncode != 0 or not all(path.is_file() for path in wanted):
+        raise ReportError(f"allure generate failed (exit {done.returncode}): {_reason(done.stderr + done.stdout)}")
+    return generated
+
+
+def _folder_of(generated: Path) -> Path:
+    """Where the awesome plugin wrote the report folder: its own subfolder when another plugin writes beside it (the
+    single file), else the output folder itself."""
+    return generated / "awesome" if (generated / "awesome" / "index.html").is_file() else generated

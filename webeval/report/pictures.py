@@ -5,11 +5,14 @@ decoding and encoding images there was a third of a worker's CPU, taken from the
 attach each step's screenshot as it is, and its actions as JSON; this pass reads both back from the results folder.
 
 A result is done once it has a replay, so a second pass changes nothing and a resumed run that added results gets
-only those done. Marks are drawn on the results folder's copy of a screenshot, never on the run's trajectory.
+only those done. The step's screenshot stays the attempt's own file (the results folder links it): the marks go on
+a picture of their own, the part of the screen around the points the step aimed at, at full resolution, so that a
+step costs a few kB more, not a second screenshot.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,12 +21,17 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from webeval.report.replay import Frame, animate, draw_marks, has_points, load, replay_frame
-from webeval.runtime.observe import encode_png
+from webeval.report.steps import points
 
 SCREENSHOT = "screenshot"
-MARKED = "screenshot (click marked)"
+MARKED = "screenshot (click marked)"  # a whole marked screenshot, as earlier versions drew it
+CLICKED = "where it acted (marked)"
 REPLAY = "replay"
+CROP = (480, 270)  # at least this much of the screen around the points: the target and what surrounds it
+MARGIN = 120
 _NUMBER = re.compile(r"(\d+)\. ")  # a step's title starts with its number (webeval.report.steps.step_title)
 
 
@@ -79,11 +87,12 @@ def complete(path: Path) -> bool:
         if image is None:
             continue  # the replay shows the steps that have a screenshot
         frame = _frame(folder, step, shot, index)
-        frames.append(replay_frame(image, frame))  # from the unmarked pixels: it draws its own, scaled marks
-        if shot["name"] == SCREENSHOT and has_points(frame.actions):
-            draw_marks(image, frame.actions)
-            _replace(frame.screenshot, encode_png(image))
-            shot["name"], changed = MARKED, True
+        frames.append(replay_frame(image, frame))
+        if shot["name"] == SCREENSHOT and has_points(frame.actions) and _attachment(step, CLICKED) is None:
+            name = f"{uuid.uuid4()}-attachment.webp"
+            _replace(folder / name, marked_crop(image, frame.actions))
+            step.setdefault("attachments", []).append({"name": CLICKED, "source": name, "type": "image/webp"})
+            changed = True
     replay = animate(frames)
     if replay is not None:
         name = f"{uuid.uuid4()}-attachment.webp"
@@ -93,6 +102,33 @@ def complete(path: Path) -> bool:
     if changed:
         _replace(path, json.dumps(result, ensure_ascii=False).encode("utf-8"))
     return changed
+
+
+def marked_crop(image: Image.Image, actions: list[dict[str, Any]]) -> bytes:
+    """The part of the screen around every point the actions aimed at, marked, as a lossless WebP: every pixel as
+    the agent saw it, in 8 kB where a PNG of it takes 20 (method 1: 9 ms, a higher method gains nothing here)."""
+    spots = [spot for action in actions for spot in points(action)]
+    left, top = min(x for x, _ in spots) - MARGIN, min(y for _, y in spots) - MARGIN
+    right, bottom = max(x for x, _ in spots) + MARGIN, max(y for _, y in spots) + MARGIN
+    width, height = max(right - left, CROP[0]), max(bottom - top, CROP[1])
+    left = min(max(0, (left + right - width) // 2), max(0, image.width - width))
+    top = min(max(0, (top + bottom - height) // 2), max(0, image.height - height))
+    box = (left, top, min(image.width, left + width), min(image.height, top + height))
+    crop = image.crop(box)
+    moved = [_moved(action, box[0], box[1]) for action in actions]
+    draw_marks(crop, moved)
+    out = io.BytesIO()
+    crop.save(out, "WEBP", lossless=True, method=1)
+    return out.getvalue()
+
+
+def _moved(action: dict[str, Any], dx: int, dy: int) -> dict[str, Any]:
+    """The action with its points in the crop's coordinates."""
+    moved = dict(action)
+    for x, y in (("x", "y"), ("to_x", "to_y")):
+        if isinstance(action.get(x), int) and isinstance(action.get(y), int):
+            moved[x], moved[y] = action[x] - dx, action[y] - dy
+    return moved
 
 
 def _complete_or_skip(path: Path) -> bool:

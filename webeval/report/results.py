@@ -1,10 +1,11 @@
 """Completing a run's Allure results: categories, environment, executor, and one result for every task of the
 population, so that the report's total is always N.
 
-A task without an Allure result gets a placeholder with the history id its test would have had: `skipped` with a
-`missing:` message when it has no record at all (not selected, interrupted, its worker died), or its recorded
-outcome when only the Allure result was lost. Placeholders have fixed file names; writing them again replaces them,
-and a task that has a real result by now loses its placeholder.
+A task without an Allure result of its final attempt gets one with the history id its test would have had:
+`skipped` with a `missing:` message when it has no record at all (not selected, interrupted, its worker died), or,
+when only the Allure result was lost, one made from its record and attempt folder (webeval.report.recorded: steps,
+screenshots, answer, verdict). These have fixed file names; writing them again replaces them, and a task that has a
+real result by now loses its placeholder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from webeval.outcomes.rundir import POPULATION, RunDir
 from webeval.report.categories import allure_status, status_message, write_categories
 from webeval.report.compared import mark_results, saved
 from webeval.report.run_environment import read_environment, write_environment, write_executor
+from webeval.report.recorded import add_attempt, written_for
 from webeval.report.identity import (full_name, history_id, placeholder_file, placeholder_uuid, task_labels,
                                      test_case_id)
 from webeval.tasks import Population
@@ -36,14 +38,17 @@ def _ms(timestamp: str) -> int | None:
 
 
 def scan_results(results_dir: Path, ignore: set[str] = frozenset()) -> list[dict[str, Any]]:
-    """uuid, historyId and status of every test result in the folder, placeholders named in `ignore` aside."""
+    """uuid, historyId, status and attempt (its parameter) of every test result in the folder, placeholders named
+    in `ignore` aside."""
     found = []
     for path in results_dir.glob("*-result.json"):
         if path.name in ignore:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            found.append({key: data.get(key) for key in ("uuid", "historyId", "status")})
+            attempt = next((p.get("value") for p in data.get("parameters") or []
+                            if isinstance(p, dict) and p.get("name") == "attempt"), None)
+            found.append({**{key: data.get(key) for key in ("uuid", "historyId", "status")}, "attempt": attempt})
         except (OSError, ValueError, AttributeError):
             continue  # a result being written right now, or not a result
     return found
@@ -109,26 +114,34 @@ def placeholder(population: Population, run_id: str, task_id: str, record: Attem
 
 
 def write_placeholders(results_dir: Path, population: Population, run_id: str,
-                       records: list[AttemptRecord], started_ms: int | None = None) -> list[str]:
-    """A placeholder for every task without an Allure result; returns their ids."""
+                       records: list[AttemptRecord], started_ms: int | None = None,
+                       run_dir: RunDir | None = None) -> list[str]:
+    """A result for every task whose final record has none of its own: made from the record and its attempt
+    folder where there is one (webeval.report.recorded, given `run_dir`), else a placeholder. Returns their ids."""
     names = {task_id: placeholder_file(population.name, task_id) for task_id in population.ids}
     ours = {history_id(population.name, task_id) for task_id in population.ids}
     scanned = [r for r in scan_results(results_dir, ignore=set(names.values())) if r["historyId"] in ours]
     have = {r["historyId"] for r in scanned}
+    attempts = {(r["historyId"], r["attempt"]) for r in scanned}
     # A broken task is a harness error: there the fixtures' set-up and tear-down may be what explains it.
     detach_fixtures(results_dir, {r["uuid"] for r in scanned if r["status"] != "broken"})
     final, _ = final_records(population, records)
     written = []
     for task_id in population.ids:
-        path = results_dir / names[task_id]
-        if history_id(population.name, task_id) in have:
-            path.unlink(missing_ok=True)
+        path, record, hid = results_dir / names[task_id], final.get(task_id), history_id(population.name, task_id)
+        if hid in have and (record is None or (hid, str(record.attempt)) in attempts):
+            path.unlink(missing_ok=True)  # the test's own result of its final attempt is there
             continue
-        aside = path.with_name(path.name + ".tmp")
-        aside.write_text(json.dumps(placeholder(population, run_id, task_id, final.get(task_id), started_ms),
-                                    ensure_ascii=False), encoding="utf-8")
-        aside.replace(path)
         written.append(task_id)
+        from_attempt = run_dir is not None and record is not None and record.path is not None
+        if from_attempt and written_for(path, record):
+            continue  # written from this very record before, with its pictures since: left as it is
+        result = placeholder(population, run_id, task_id, record, started_ms)
+        if from_attempt:
+            add_attempt(result, run_dir, record, results_dir)
+        aside = path.with_name(path.name + ".tmp")
+        aside.write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+        aside.replace(path)
     return written
 
 
@@ -148,6 +161,8 @@ def complete_results(results_dir: Path, run_dir: RunDir, env: dict[str, str] | N
     since records change after the session (a resumed run, a task judged again).
     """
     results_dir.mkdir(parents=True, exist_ok=True)
+    for half_written in results_dir.glob("*.tmp"):  # a writer met a full disk (its session has ended)
+        half_written.unlink(missing_ok=True)
     population = run_dir.population()
     records = run_dir.records()
     write_categories(results_dir)
@@ -158,7 +173,7 @@ def complete_results(results_dir: Path, run_dir: RunDir, env: dict[str, str] | N
     scores = score_values(reconcile(population, records))
     write_environment(results_dir, {**scores, **{k: v for k, v in values.items() if k not in scores}})
     started_ms = int((run_dir.path / POPULATION).stat().st_mtime * 1000)  # written when the run collected its tasks
-    missing = write_placeholders(results_dir, population, run_dir.run_id, records, started_ms)
+    missing = write_placeholders(results_dir, population, run_dir.run_id, records, started_ms, run_dir)
     comparison = saved(run_dir)
     if comparison is not None:  # `webeval diff` compared this run with a baseline: its labels, on every result
         mark_results(results_dir, run_dir, comparison)

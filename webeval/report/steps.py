@@ -61,3 +61,22 @@ def points(action: dict[str, Any]) -> list[tuple[int, int]]:
         return []
     pairs = [(action.get("x"), action.get("y")), (action.get("to_x"), action.get("to_y"))]
     return [(int(x), int(y)) for x, y in pairs if isinstance(x, int) and isinstance(y, int)]
+
+
+def step_length_s(timings: dict[str, float], latency_s: float) -> float:
+    """A step's measured length: laid end to end from its test's start, the steps match the test's timeline."""
+    return timings.get("step") or sum(timings.values()) or latency_s
+
+
+def step_parameters(url: str, title: str, results: list[str], timings: dict[str, float],
+                    usage: dict[str, int]) -> list[tuple[str, str]]:
+    """A step's rows in the report, one line each (its screenshot comes after them, so they are kept short); the
+    URL as the caller gives it (redacted)."""
+    rows = [("url", url), ("title", title)]
+    if results:
+        rows.append(("result", "; ".join(results)))
+    if timings:
+        rows.append(("seconds", " · ".join(f"{name} {value:.2f}" for name, value in timings.items())))
+    if usage:
+        rows.append(("tokens", " · ".join(f"{name.removesuffix('_tokens')} {value}" for name, value in usage.items())))
+    return rows

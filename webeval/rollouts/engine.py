@@ -20,13 +20,16 @@ from webeval.agent.environment import Environment
 from webeval.agent.evaluate import AnySlot, Attempt, Evaluation, PolicyFactory, act, judge_acted
 from webeval.agent.loop import Budgets
 from webeval.judges.decide import Judge, Unparseable
+from webeval.outcomes.disk import DISK, PROFILE_BYTES, disk_error, full_disk, short_of_space
 from webeval.outcomes.record import NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.rollouts.records import CUT, HARNESS_ERROR, INTERRUPTED, RolloutRecord, masked, scored, turn_records
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 from webeval.rollouts.store import RolloutStore
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
+from webeval.runtime.fd_limits import too_few
 from webeval.runtime.pool import SlotPool
+from webeval.runtime.slot import Slot
 from webeval.tasks import Task
 
 NOT_STARTED = "not_started"  # stopped while waiting for a slot: no record, a later collection runs it
@@ -34,6 +37,7 @@ NOT_STARTED = "not_started"  # stopped while waiting for a slot: no record, a la
 ENDPOINT_KINDS = frozenset({"infra_error[policy_unavailable]", "infra_error[policy_request]",
                             "infra_error[policy_tokens]"})
 STOP_AT_ONCE = frozenset({"infra_error[policy_auth]"})
+DISK_KIND = f"infra_error[{DISK}]"  # the attempt, its record or the collection's store met a full disk
 
 
 class TaskSource(Protocol):
@@ -146,6 +150,9 @@ class RolloutEngine:
     async def start(self) -> None:
         """Every slot started (a few at a time) and free. A slot that cannot exist here stops the engine at once."""
         self.run_dir.path.mkdir(parents=True, exist_ok=True)
+        too_low = too_few(slots=len(self.pool.slots), local_browser=any(isinstance(s, Slot) for s in self.pool.slots))
+        if too_low is not None:
+            raise EngineStopped(too_low)
         try:
             await self.pool.start(self.settings.start_concurrency)
         except NotRun as exc:
@@ -175,10 +182,24 @@ class RolloutEngine:
         finally:
             self.stats.in_flight -= 1
             self.flights.pop(request.id, None)
-        self.store.append(record)
+        record = self._kept(record)
         self.stats.count(record)
         self._watch(record)
         return record
+
+    def _kept(self, record: RolloutRecord) -> RolloutRecord:
+        """The record, appended to rollouts.jsonl; one that a full disk keeps out is masked `disk` (a trainer never
+        gets a rollout its store does not hold) and the engine takes no more."""
+        try:
+            self.store.append(record)
+            return record
+        except OSError as exc:
+            if disk_error(exc) is None:
+                raise
+            line = full_disk(disk_error(exc), self.run_dir.path).line
+        self.stop(line)
+        return record.model_copy(update={"outcome": "infra_error", "verifier": None,
+                                         **masked(DISK_KIND, f"infra[disk]: {line}; its record was not kept")})
 
     def prepare(self, request: RolloutRequest) -> tuple[Task, PolicyFactory]:
         try:
@@ -200,12 +221,20 @@ class RolloutEngine:
             raise
         except NotRun as exc:  # the slot could not start again
             return self._masked(flight, version, f"not_run[{exc.kind}]", f"precondition[{exc.kind}]: {exc.message}")
+        except OSError as exc:  # its record met a full disk (an episode's own writes end it as infra[disk])
+            if disk_error(exc) is None:
+                return self._masked(flight, version, HARNESS_ERROR, f"harness_error: {exc!r}\n{traceback.format_exc()}")
+            line = full_disk(disk_error(exc), self.run_dir.path).line
+            return self._masked(flight, version, DISK_KIND, f"infra[disk]: {line}")
         except Exception as exc:  # an exception while every part of the slot answered: a bug, never a reward
             reason = f"harness_error: {exc!r}\n{traceback.format_exc()}"
             return self._masked(flight, version, HARNESS_ERROR, reason)
 
     async def _attempt(self, flight: Flight, task: Task, policy: PolicyFactory) -> tuple[Attempt, dict[str, float]]:
         slot = await self.pool.take()
+        short = short_of_space(self.run_dir.path, PROFILE_BYTES)
+        if short is not None:  # the rollout would only meet the full disk: it is not started, nor any after it
+            self.stop(short.line)
         if self.stopped:
             self.pool.give_back(slot, 0.0)
             raise EngineStopped(self.stopped)
@@ -260,6 +289,9 @@ class RolloutEngine:
                 "history": self.settings.history, "slot": flight.slot, "node": self.settings.node}
 
     def _watch(self, record: RolloutRecord) -> None:
+        """Stop before every later rollout meets the same problem: a full disk at once, an endpoint's in a row."""
+        if record.failure_kind == DISK_KIND:
+            self.stop(record.failure_reason.removeprefix("infra[disk]: ").split("; the rollout")[0])
         why = self._endpoint.why_stop(record)
         if why is not None:
             self.stop(why)

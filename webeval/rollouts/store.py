@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
+from webeval.outcomes.whole_lines import append_line
 from webeval.rollouts.records import INTERRUPTED, RolloutRecord
 
 ROLLOUTS = "rollouts.jsonl"
@@ -16,21 +16,10 @@ class RolloutStore:
         self.path = Path(folder) / name
 
     def append(self, record: RolloutRecord) -> None:
-        """The record as one line; a line torn by a killed writer before it is cut back first, so every line that
-        is there parses."""
-        line = (record.model_dump_json() + "\n").encode("utf-8")
+        """The record as one whole line, or (OSError: a full disk) nothing at all; a line torn by a killed writer
+        before it is cut back first, so every line that is there parses."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as out:
-            size = out.tell()
-            if size and _last_byte(self.path) != b"\n":
-                out.truncate(_last_line_end(self.path))
-            try:
-                out.write(line)
-                out.flush()
-                os.fsync(out.fileno())
-            except OSError:
-                out.truncate(size)  # a full disk: the file ends on its last whole line again
-                raise
+        append_line(self.path, (record.model_dump_json() + "\n").encode("utf-8"))
 
     def records(self) -> list[RolloutRecord]:
         """Every whole record; a torn or corrupt line is skipped with a warning that names it."""
@@ -57,24 +46,3 @@ class RolloutStore:
         record says the collection was interrupted while they ran (they never had their whole episode)."""
         return {rollout_id for rollout_id, record in self.final().items() if record.failure_kind != INTERRUPTED}
 
-
-def _last_byte(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1)
-
-
-def _last_line_end(path: Path) -> int:
-    """The offset just past the file's last newline (0 if it has none)."""
-    with open(path, "rb") as f:
-        end = f.seek(0, os.SEEK_END)
-        position = end
-        while position > 0:
-            step = min(1 << 16, position)
-            f.seek(position - step)
-            chunk = f.read(step)
-            found = chunk.rfind(b"\n")
-            if found >= 0:
-                return position - step + found + 1
-            position -= step
-    return 0

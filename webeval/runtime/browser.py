@@ -16,9 +16,12 @@ from playwright.async_api import Playwright, async_playwright
 from playwright.async_api._context_manager import PlaywrightContextManager
 
 from webeval.cache_dir import cache_dir
+from webeval.outcomes.disk import temp_short
 from webeval.outcomes.record import InfraError, NotRun
 from webeval.runtime.display import Display
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
+from webeval.runtime.launch_log import launch_failure
+from webeval.runtime.oom import MemoryWatch
 from webeval.runtime.session import TaskSession, close_context, responds
 
 # Chromium keeps only the last --disable-features it is given, and ours comes after Playwright's: it repeats
@@ -72,6 +75,18 @@ def process_alive(pid: int | None) -> bool:
         return False
 
 
+def exit_note(returncode: int | None) -> str:
+    """` (killed by SIGKILL)` for a process that a signal ended, ` (exit status N)` otherwise, "" before it ended."""
+    if returncode is None:
+        return ""
+    if returncode < 0:
+        try:
+            return f" (killed by {signal.Signals(-returncode).name})"
+        except ValueError:
+            return f" (killed by signal {-returncode})"
+    return f" (exit status {returncode})"
+
+
 def _kill(pid: int | None) -> None:
     if pid is not None:
         try:
@@ -89,6 +104,7 @@ class Browser:
         self._manager: PlaywrightContextManager | None = None
         self._pw: Playwright | None = None
         self._browser: PwBrowser | None = None
+        self.memory: MemoryWatch | None = None  # whether the out-of-memory killer took a part of it
 
     async def start_driver(self) -> "Browser":
         """Start Playwright's driver process; it needs no display, so it may start while the display does."""
@@ -130,10 +146,18 @@ class Browser:
                 executable_path=self.executable, headless=False, args=args, env=self.display.env(), timeout=30_000
             )
         except PlaywrightError as exc:
-            raise InfraError("browser", f"Chromium failed to start: {str(exc).splitlines()[0]}") from None
+            # A full temporary directory (its profile goes there) is named as such: the browser only aborts.
+            raise temp_short() or InfraError("browser", f"Chromium failed to start: {launch_failure(str(exc))}") \
+                from None
         self.browser_pid = self._find_browser_pid()
+        self.memory = MemoryWatch.start(self.browser_pid)
         self.launched_s = time.monotonic() - began
         return self
+
+    def driver_exit(self) -> str:
+        """How the driver (our child, so its status is known) ended: ` (killed by SIGKILL)`, ` (exit status 1)`."""
+        proc = getattr(self._transport, "_proc", None)
+        return exit_note(getattr(proc, "returncode", None))
 
     def _find_browser_pid(self) -> int | None:
         """Chromium's browser process: the driver's child that is not one of its helpers (no --type=)."""

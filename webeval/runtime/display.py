@@ -94,6 +94,11 @@ class Display:
         return self._proc is not None and self._proc.poll() is None
 
     @property
+    def returncode(self) -> int | None:
+        """How Xvfb ended (negative: the signal that killed it); None while it runs."""
+        return self._proc.poll() if self._proc is not None else None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from playwright.async_api import Download
 from playwright.async_api import Error as PlaywrightError
+
+from webeval.outcomes.disk import (FLOOR_BYTES, PROFILE_BYTES, DiskFull, disk_error, free_bytes, full_at, full_disk,
+                                   short_of_space, space_of)
 
 DEFAULT_MAX_MB = 100.0
 DEFAULT_MAX_BYTES = int(DEFAULT_MAX_MB * (1 << 20))
@@ -59,20 +63,46 @@ def _size(partial: Path) -> int:
     return 0
 
 
-async def _past(partial: Path, max_bytes: int) -> int:
-    """Returns the size once the file grew past `max_bytes` (it never returns for a download that stays under)."""
+async def _past(partial: Path, max_bytes: int, lowest: list[int]) -> int:
+    """Returns the size once the file grew past `max_bytes` (it never returns for a download that stays under). It
+    also keeps in `lowest` the least room its filesystem had left meanwhile, the free space less what the download
+    would take before the next look: Chromium removes a download that met a full disk, and says only "canceled"."""
+    last = 0
     while (size := _size(partial)) <= max_bytes:
+        with contextlib.suppress(OSError):
+            lowest[0] = min(lowest[0], free_bytes(partial.parent) - 2 * (size - last))
+        last = size
         await asyncio.sleep(WATCH_EVERY_S)
     return size
 
 
-async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[[str], None]) -> None:
-    """Save a download into `folder/downloads/`, or stop it past `max_bytes`; `note` tells the agent which."""
+def _disk_full(exc: BaseException, folder: Path, max_bytes: int, partial: Path | None,
+               lowest: int) -> DiskFull | None:
+    """A download that failed on a full disk (the attempt's, or the temporary directory Chromium writes it into). A
+    failed download where one of the cap's size cannot fit is taken for one: that filesystem is too small for the
+    run as configured (`--download-max-mb`), and the line says how much a task needs there."""
+    error = disk_error(exc)
+    if error is not None:
+        return full_disk(error, folder, PROFILE_BYTES + max_bytes)
+    if partial is None:
+        return short_of_space(folder, PROFILE_BYTES + max_bytes)
+    space = space_of(partial.parent)
+    # Seen running out of room; or failed (too fast to be seen) where a download of the cap's size cannot fit.
+    if lowest < FLOOR_BYTES or space.free < max_bytes + FLOOR_BYTES:
+        return full_at(replace(space, free=max(0, min(lowest, space.free))), folder, PROFILE_BYTES + max_bytes)
+    return short_of_space(folder, PROFILE_BYTES + max_bytes)
+
+
+async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[[str], None],
+               full: Callable[[DiskFull], None] = lambda _: None) -> None:
+    """Save a download into `folder/downloads/`, or stop it past `max_bytes`; `note` tells the agent which. A
+    download that met a full disk is also given to `full`: the attempt ends as infrastructure."""
     name = safe_name(download.suggested_filename)
     cap = f"the {megabytes(max_bytes)} cap (--download-max-mb)"
     ended = asyncio.ensure_future(download.path())
     partial = _partial_file(download)
-    grown = asyncio.ensure_future(_past(partial, max_bytes)) if partial is not None else None
+    lowest = [1 << 62]
+    grown = asyncio.ensure_future(_past(partial, max_bytes, lowest)) if partial is not None else None
     try:
         await asyncio.wait([f for f in (ended, grown) if f is not None], return_when=asyncio.FIRST_COMPLETED)
         if grown is not None and grown.done():
@@ -89,6 +119,9 @@ async def keep(download: Download, folder: Path, max_bytes: int, note: Callable[
         note(f"downloaded {target.name} ({size} bytes)")
     except (PlaywrightError, OSError) as exc:
         note(f"the download of {name} failed: {str(exc).splitlines()[0]}")
+        disk = _disk_full(exc, folder, max_bytes, partial, lowest[0])
+        if disk is not None:
+            full(disk)
     finally:
         for future in filter(None, (ended, grown)):
             future.cancel()  # nothing left running, and no error left unread

@@ -68,6 +68,7 @@ class TaskSession:
         self.guard = Guard(context, self.events.add)
         self.download_max_bytes = download_max_bytes
         self._crashed: set[Page] = set()
+        self.fault: InfraError | None = None  # what ended the episode from the page's side work (a full disk)
         self._background: set[asyncio.Future] = set()  # dialogs answered, downloads kept, tabs closed
         self.settler = Settler(context, lambda: len(self.pages), cap_s=settle_cap_s)
         self._placement: dict[Page, asyncio.Future] = {}
@@ -182,8 +183,12 @@ class TaskSession:
 
     def _on_download(self, download: Download) -> None:
         note = lambda text: self.events.add(text, "downloads")  # noqa: E731
-        detached(keep(download, self.folder, self.download_max_bytes, note), self._background)
+        detached(keep(download, self.folder, self.download_max_bytes, note, self._disk_full), self._background)
         detached(self.settler.stayed(download.page), self._background, PlaywrightError)
+
+    def _disk_full(self, full: InfraError) -> None:
+        """A full disk met by the page's work (a download): the episode ends as infrastructure (require_active)."""
+        self.fault = self.fault or full
 
     def _on_crash(self, page: Page) -> None:
         """A tab whose renderer crashed (or was killed) cannot be driven again: a background one is closed; the
@@ -211,6 +216,8 @@ class TaskSession:
             raise LastTabClosed("no tab is open")
         if self.active in self._crashed:
             raise InfraError("renderer", f"the renderer of the active tab ({self.active.url}) crashed or was killed")
+        if self.fault is not None:
+            raise self.fault
         return self.active
 
     async def focus(self, page: Page) -> None:

@@ -10,7 +10,7 @@ import asyncio
 from typing import Awaitable, TypeVar
 
 from webeval.outcomes.record import InfraError
-from webeval.runtime.browser import Browser, find_chromium
+from webeval.runtime.browser import Browser, exit_note, find_chromium
 from webeval.runtime.display import Display
 from webeval.runtime.devices import ScreenObserver
 from webeval.runtime.input import VisibleInput
@@ -69,6 +69,8 @@ class Slot:
                 await fresh.close()
                 raise
             self.browser = fresh
+        elif self.browser.memory is not None:
+            self.browser.memory.look()  # the memory cgroups its processes are in now, before the next episode
         return self
 
     async def _start_display(self) -> Browser:
@@ -114,7 +116,20 @@ class Slot:
             await asyncio.sleep(0.05)
             waited += 0.05
         dead = dead or ("browser_unresponsive" if unresponsive else None)
-        return InfraError(dead, _GONE[dead]) if dead else None
+        return self.explained(InfraError(dead, _GONE[dead])) if dead else None
+
+    def explained(self, error: InfraError) -> InfraError:
+        """The error with what is known of why the part died: the signal that ended Xvfb or the driver (our
+        children), and whether the kernel's out-of-memory killer took Chromium (webeval.runtime.oom)."""
+        note = ""
+        if error.kind == "display" and self.display is not None:
+            note = exit_note(self.display.returncode)
+        elif error.kind == "driver" and self.browser is not None:
+            note = self.browser.driver_exit()
+        if error.kind in _CHROMIUM and self.browser is not None and self.browser.memory is not None:
+            killed = self.browser.memory.verdict()
+            note = f": {killed}" if killed else note
+        return InfraError(error.kind, error.message + note) if note and note not in error.message else error
 
     async def watched(self, work: Awaitable[T]) -> T:
         """Run `work`, cancelled as soon as a part of the runtime dies: a dead part must not be waited on. An error
@@ -138,7 +153,9 @@ class Slot:
             if dead is not None:
                 task.cancel()
                 await asyncio.wait({task}, timeout=RESPONDS_S)
-                raise InfraError(dead, _GONE[dead])
+                raise self.explained(InfraError(dead, _GONE[dead]))
+            if self.browser is not None and self.browser.memory is not None:
+                self.browser.memory.look()  # its processes, and the memory cgroups they are in now
 
     async def _close_browser(self) -> None:
         if self.browser is not None:
@@ -153,6 +170,7 @@ class Slot:
             self.display.stop()
 
 
+_CHROMIUM = frozenset({"browser", "renderer", "browser_unresponsive"})
 _GONE = {
     "display": "the X display (Xvfb) died",
     "driver": "Playwright's driver process died",
