@@ -2,7 +2,8 @@
 
 Step sessions in NeMo Gym's resources-server shape (/seed_session, /computer, /navigate, /tabs, /terminate, /verify,
 /close_session), whole episodes in its agent-server shape (/run), /aggregate_metrics, /health and /metrics. It
-listens on 127.0.0.1 unless told otherwise; any other address needs --token-env. The suite's own options
+listens on 127.0.0.1 unless told otherwise; any other address needs --token-env. With --ray ADDRESS the whole
+episodes run on the node actors of a Ray cluster and the step routes are refused (409). The suite's own options
 (`--miniwob-seeds`, `--population`, the judge's, ...) are taken after `--suite`; `--help` with a `--suite` lists them.
 """
 
@@ -46,7 +47,15 @@ OWN_FLAGS = (
     Flag("--history", choices=("append-only", "windowed"), default="append-only",
          help="the /run policy's prompt: append-only (each turn extends the last; the default) or windowed"),
 )
-COMMON_FLAGS = (*OWN_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag is not RUN_DIR))
+RAY_FLAGS = (
+    Flag("--ray", metavar="ADDRESS",
+         help="run whole episodes (/run) on the Ray cluster whose head is at ADDRESS (HOST:PORT, or auto): an actor "
+              "on each node runs as many slots as the node's `browser` resource; the step routes answer 409 "
+              "(docs/training.md)"),
+    Flag("--resubmit-lost", action="store_true",
+         help="with --ray: run a /run lost with its node (masked node_lost) once more on another node"),
+)
+COMMON_FLAGS = (*OWN_FLAGS, *RAY_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag is not RUN_DIR))
 
 
 def add_parser(subparsers) -> None:
@@ -71,6 +80,11 @@ def _check(values: dict[str, Any]) -> None:
             raise CommandError(f"--{name.replace('_', '-')} must be positive")
     if not 0 <= values["port"] <= 65535:
         raise CommandError("--port must be 0 to 65535")
+    if values["ray"] and values["slots"] is not None:
+        raise CommandError("--slots does not go with --ray: each node runs as many slots as its `browser` resource "
+                           "(ray start --resources '{\"browser\": N}')")
+    if values["resubmit_lost"] and not values["ray"]:
+        raise CommandError("--resubmit-lost goes with --ray: only a Ray node can be lost")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +109,7 @@ def _serve(suite: str, suite_values: dict[str, Any], values: dict[str, Any]) -> 
     from webeval.run_settings import run_settings
     from webeval.service.access import AccessError
     from webeval.service.rollout_service import ServiceSettings
-    from webeval.service.serving import EndpointDown, Listening, ServeError, run_serve
+    from webeval.service.serving import EndpointDown, Listening, OnRay, ServeError, run_serve
 
     out = Path(values["out"] or Path("reports") / "service" / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
@@ -105,7 +119,8 @@ def _serve(suite: str, suite_values: dict[str, Any], values: dict[str, Any]) -> 
                                       allow_request_endpoint=values["allow_request_endpoint"],
                                       history=values["history"])
         where = Listening(values["host"], values["port"], out, values["token_env"], values["max_body"])
-        run_serve(suite, suite_values, values, settings, where, token_ids=not values["no_token_ids"])
+        ray = OnRay(values["ray"], values["resubmit_lost"]) if values["ray"] else None
+        run_serve(suite, suite_values, values, settings, where, token_ids=not values["no_token_ids"], ray=ray)
     except EndpointDown as exc:
         print(f"webeval serve: {exc}", file=sys.stderr)
         return STOP_EXIT_CODE

@@ -33,6 +33,7 @@ from webeval.service.step_sessions import StepSession
 
 TOOL_ROUTES = {"/computer": "computer", "/navigate": "navigate", "/tabs": "tabs", "/tab": "tabs",
                "/terminate": "terminate"}  # /tab: the name the issue gives the tabs tool's route
+STEP_ROUTES = frozenset({"/seed_session", "/verify", "/close_session", *TOOL_ROUTES})  # and /sessions/...
 
 
 class RedactedJSON(JSONResponse):
@@ -73,18 +74,27 @@ def observed(session: StepSession, seen: Seen | None) -> dict[str, Any]:
 
 class SessionShedding:
     """While no slot is free, `POST /seed_session` is refused before its body is read, parsed or validated: under a
-    burst of sessions the refusals cost as little as they can, and the other routes keep answering."""
+    burst of sessions the refusals cost as little as they can, and the other routes keep answering. A service with
+    no step sessions at all (its rollouts on Ray) refuses every step route so, whatever the request carries."""
 
     def __init__(self, app: ASGIApp, service: RolloutService) -> None:
         self.app, self.service = app, service
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/seed_session":
-            refusal = self.service.session_refusal()
-            if refusal is not None:
-                await refuse(send, refusal.status, refusal.detail, refusal.headers)
-                return
+        refusal = self._refusal(scope["path"], scope.get("method")) if scope["type"] == "http" else None
+        if refusal is not None:
+            await refuse(send, refusal.status, refusal.detail, refusal.headers)
+            return
         await self.app(scope, receive, send)
+
+    def _refusal(self, path: str, method: str | None) -> ServiceError | None:
+        if path in STEP_ROUTES or path.startswith("/sessions/"):
+            refused = self.service.steps_refusal()
+            if refused is not None:
+                return refused
+        if method == "POST" and path == "/seed_session":
+            return self.service.session_refusal()
+        return None
 
 
 async def _gone(request: Request) -> None:

@@ -19,17 +19,23 @@ TOKEN_FIELDS = ("prompt_token_ids", "generation_token_ids", "generation_log_prob
 ENDED = "the episode ended"
 
 
-def _steps(folder: Path) -> list[dict[str, Any]]:
-    path = folder / "trajectory.jsonl"
-    if not path.is_file():
-        return []
+def trajectory_steps(text: str) -> list[dict[str, Any]]:
+    """The steps of a trajectory.jsonl's text, oldest first."""
     steps = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             steps.append(json.loads(line))
         except json.JSONDecodeError:
             continue  # a line torn by a cut episode: its turn has no items
     return steps
+
+
+def attempt_steps(folder: Path | None) -> list[dict[str, Any]]:
+    """The steps of an attempt folder's trajectory.jsonl (none without one)."""
+    path = folder / "trajectory.jsonl" if folder is not None else None
+    if path is None or not path.is_file():
+        return []
+    return trajectory_steps(path.read_text(encoding="utf-8"))
 
 
 def _reply_items(step: dict[str, Any], reply: dict[str, Any], rollout_id: str) -> list[dict[str, Any]]:
@@ -86,10 +92,9 @@ def turn_items(step: dict[str, Any], rollout_id: str) -> list[dict[str, Any]]:
     return items + _outputs(step, calls)
 
 
-def episode_response(folder: Path | None, rollout_id: str, model: str | None, tools: list[dict[str, Any]]
+def episode_response(steps: list[dict[str, Any]], rollout_id: str, model: str | None, tools: list[dict[str, Any]]
                      ) -> dict[str, Any]:
-    """The episode as one Responses API response object."""
-    steps = _steps(folder) if folder is not None else []
+    """The episode (its trajectory's steps) as one Responses API response object."""
     output = [item for step in steps for item in turn_items(step, rollout_id)]
     prompt = sum((step.get("usage") or {}).get("prompt_tokens", 0) for step in steps)
     completion = sum((step.get("usage") or {}).get("completion_tokens", 0) for step in steps)

@@ -18,7 +18,7 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from webeval.actions import Observation, TOOL_NAMES
 from webeval.agent.client_policy import ClientPolicy, NotAwaitingCall
@@ -34,9 +34,12 @@ from webeval.rollouts.records import CUT
 from webeval.service.gym_shapes import RunRequest, TaskReference, VerifyResponse
 from webeval.service.refusals import (Busy, Conflict, Forbidden, Late, NotFound, ServiceError, Unavailable,
                                       Unprocessable)
-from webeval.service.response_items import episode_response
+from webeval.service.response_items import attempt_steps, episode_response
 from webeval.service.service_metrics import ServiceMetrics
 from webeval.service.step_sessions import SessionTable, StepSession
+
+if TYPE_CHECKING:  # Ray is optional: webeval.service.ray_episodes is imported only by `webeval serve --ray`
+    from webeval.service.ray_episodes import PopulationTasks, RayEpisodes
 
 STEP_MARGIN_S = 30.0  # beyond a session's time to live: settling, executing and observing one step
 FIRST_OBSERVATION_S = 120.0  # a slot's context opened, the start page loaded and settled
@@ -78,11 +81,16 @@ class ServiceSettings:
 
 
 class RolloutService:
-    def __init__(self, source: TaskSource, out: Path, settings: ServiceSettings, run_policy: RunPolicy | None,
-                 slots: list[AnySlot] | None = None) -> None:
-        self.source, self.settings, self.run_policy = source, settings, run_policy
+    """The service over its own engine and slots; or, given `remote` (webeval.service.ray_episodes), whole episodes
+    on a Ray cluster's actors, `source` then the head's population only, and the step routes refused."""
+
+    def __init__(self, source: TaskSource | PopulationTasks, out: Path, settings: ServiceSettings,
+                 run_policy: RunPolicy | None, slots: list[AnySlot] | None = None, *,
+                 remote: RayEpisodes | None = None) -> None:
+        self.source, self.settings, self.run_policy, self.remote = source, settings, run_policy, remote
         self.out = Path(out)
-        self.engine = RolloutEngine(source, self.out, self._policy_for, settings.engine(), slots)
+        self.engine: RolloutEngine | RayEpisodes = remote or RolloutEngine(source, self.out, self._policy_for,
+                                                                          settings.engine(), slots)
         self.sessions = SessionTable(retain_s=max(settings.session_ttl_s, 300.0))
         self._step_bound = settings.engine().budgets.step_timeout_s + STEP_MARGIN_S
         self.metrics = ServiceMetrics(self.live)
@@ -122,8 +130,19 @@ class RolloutService:
         held = sum(list(self.engine.pool.busy_s.values())) / done if done else 10.0
         return {"Retry-After": str(min(60, max(1, math.ceil(held / max(1, len(self.engine.slots))))))}
 
+    def steps_refusal(self) -> ServiceError | None:
+        """Why this service has no step sessions at all: its rollouts run on a Ray cluster, and a step session needs
+        a slot here, held while its client thinks. None when it has its own slots."""
+        if self.remote is None:
+            return None
+        return Conflict(f"this service runs whole episodes (POST /run) on {self.remote.where}: the step routes need "
+                        "a slot of the service's own, so start another `webeval serve` without --ray for them")
+
     def session_refusal(self) -> ServiceError | None:
         """Why a new step session cannot have a slot now (counted), or None."""
+        refused = self.steps_refusal()
+        if refused is not None:
+            return refused
         if self.engine.stopped:
             return Unavailable(f"the engine stopped: {self.engine.stopped}")
         if self.engine.free_slots() - self._waiting() <= 0:
@@ -320,6 +339,17 @@ class RolloutService:
         self._admit_run()
         rollout = self._start(request, "run")
         try:
+            record = await self._episode(request, rollout)
+        finally:  # a node sends the trajectory with the record: taken whatever became of the request
+            steps = self.remote.take_steps(request.id) if self.remote is not None else None
+        if steps is None:
+            steps = attempt_steps(self.out / record.attempt_path if record.attempt_path else None)
+        params = body.responses_create_params
+        response = episode_response(steps, record.rollout_id, params.model or self._model_of(request), params.tools)
+        return verify_response(record, params.model_dump(mode="json", exclude_unset=True), response)
+
+    async def _episode(self, request: RolloutRequest, rollout: asyncio.Future) -> RolloutRecord:
+        try:
             done, _ = await asyncio.wait({rollout}, timeout=self.settings.run_timeout_s)
         except asyncio.CancelledError:
             self._cancel(request.id, rollout, INTERRUPTED)
@@ -328,12 +358,7 @@ class RolloutService:
         if not done:
             self._cancel(request.id, rollout, CUT)
             await asyncio.wait({rollout}, timeout=VERIFY_S)
-        record = await self._record(rollout, VERIFY_S)
-        params = body.responses_create_params
-        folder = self.out / record.attempt_path if record.attempt_path else None
-        response = episode_response(folder, record.rollout_id, params.model or self._model_of(request), params.tools)
-        return verify_response(record, params.model_dump(mode="json", exclude_unset=True), response)
-
+        return await self._record(rollout, VERIFY_S)
 
     def _model_of(self, request: RolloutRequest) -> str | None:
         profile_for = getattr(self.run_policy, "profile_for", None)  # a model policy: the profile it calls with

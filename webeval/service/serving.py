@@ -2,7 +2,9 @@
 
 The slots start before the socket takes requests; then one line on stdout says where the service listens
 (`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT, SIGTERM and SIGHUP
-end it (exit 0): the sessions still running are masked `interrupted`, the slots closed.
+end it (exit 0): the sessions still running are masked `interrupted`, the slots closed. With `--ray ADDRESS` the
+slots are the Ray cluster's node actors (placed and started before the socket takes requests, ended with the
+service), and this process starts no display or browser of its own.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, AsyncIterator, Mapping
 
 import uvicorn
 
-from webeval.benchmarks import benchmark_setup, open_setup
+from webeval.benchmarks import BenchmarkSetup, benchmark_setup, open_benchmark, open_setup
 from webeval.flags import OptionError
 from webeval.models import PreflightError
 from webeval.outcomes.redact import redact
@@ -113,13 +116,26 @@ class Listening:
     max_body: int
 
 
+@dataclass(frozen=True)
+class OnRay:
+    """`--ray ADDRESS`: whole episodes on the node actors of the Ray cluster whose head is at `address`
+    (webeval.service.ray_episodes); `resubmit_lost`: a /run lost with its actor runs once more on another."""
+
+    address: str
+    resubmit_lost: bool = False
+
+
 async def serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
-                settings: ServiceSettings, where: Listening, *, token_ids: bool = True) -> None:
-    """The benchmark opened, the engine started, the service on uvicorn until a signal ends it."""
+                settings: ServiceSettings, where: Listening, *, token_ids: bool = True,
+                ray: OnRay | None = None) -> None:
+    """The benchmark opened, the engine started (or the actors on the Ray cluster), the service on uvicorn until a
+    signal ends it."""
     token = bearer_token(where.host, where.token_env, os.environ)  # AccessError: refused before anything starts
     setup = benchmark_setup(suite, suite_values)  # OptionError: a bad suite or suite option
     choice, policy = run_policy(policy_values, setup.default_policy, settings.screen, token_ids=token_ids,
                                 history=settings.history or "append-only")
+    if ray is not None and policy is None:
+        raise ServeError("--ray serves whole episodes (/run) only, and there is no policy for them: pass --policy")
     if choice.name != "openai":
         settings = replace(settings, history=None)  # no model keeps a prompt
     else:
@@ -127,19 +143,56 @@ async def serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapp
     sock = _socket(where.host, where.port)
     _redacting_logs()
     try:
-        async with open_setup(suite, setup, {**suite_values, "policy": choice.name}) as benchmark:
-            service = RolloutService(benchmark, where.out, replace(settings, suite=suite), policy)
-            try:
-                await service.start()
-            except EngineStopped as exc:
-                raise ServeError(str(exc)) from None
-            try:
-                await _listen(service, sock, token, where, f"suite {suite}, {settings.slots} slots, /run policy "
-                                                           f"{choice.name or 'none'}")
-            finally:
-                await service.close()
+        async with _running(setup, suite_values, choice, policy, replace(settings, suite=suite), where.out, ray,
+                            token_ids) as service:
+            where_slots = f" on {service.remote.where}" if service.remote is not None else ""
+            await _listen(service, sock, token, where, f"suite {suite}, {len(service.engine.slots)} slots"
+                                                       f"{where_slots}, /run policy {choice.name or 'none'}")
     finally:
         sock.close()
+
+
+@contextlib.asynccontextmanager
+async def _running(setup: BenchmarkSetup, suite_values: Mapping[str, Any], choice: PolicyChoice,
+                   policy: RunPolicy | None, settings: ServiceSettings, out: Path, ray: OnRay | None,
+                   token_ids: bool) -> AsyncIterator[RolloutService]:
+    """The service started: over the benchmark opened here, or over actors on the Ray cluster (nothing opened here);
+    closed when the block ends."""
+    values = {**suite_values, "policy": choice.name}
+    async with contextlib.AsyncExitStack() as stack:
+        if ray is None:
+            benchmark = await stack.enter_async_context(open_setup(settings.suite, setup, values))
+            service = RolloutService(benchmark, out, settings, policy)
+        else:
+            service = _on_ray(ray, setup, values, choice, policy, settings, out, token_ids)
+        try:
+            await service.start()
+        except EngineStopped as exc:
+            raise ServeError(str(exc)) from None
+        stack.push_async_callback(service.close)
+        yield service
+
+
+def _on_ray(ray: OnRay, setup: BenchmarkSetup, values: Mapping[str, Any], choice: PolicyChoice,
+            policy: RunPolicy | None, settings: ServiceSettings, out: Path, token_ids: bool) -> RolloutService:
+    """The service whose /run goes to actors on the cluster at `ray.address` (joined here if this process is not a
+    driver of it yet): each opens the benchmark with `values` and makes its policies on its node."""
+    try:
+        from webeval.rollouts.ray import ChosenPolicies, RayUnreachable, connect
+        from webeval.service.ray_episodes import PopulationTasks, RayEpisodes
+    except ImportError:
+        raise ServeError("--ray needs Ray on every node: pip install 'pytest-webeval[ray]'") from None
+    try:
+        connect(ray.address)
+    except RayUnreachable as exc:
+        raise ServeError(str(exc)) from None
+    tasks = PopulationTasks(setup)
+    opener = partial(open_benchmark, settings.suite, dict(values), Path.cwd().resolve())
+    policies = ChosenPolicies(choice, settings.screen, token_ids, settings.history or "append-only")
+    # no step sessions here: a step keeps its own bound, not one raised past a session's time to live
+    engine = replace(settings.engine(), budgets=settings.budgets)
+    episodes = RayEpisodes(ray.address, Path(out), opener, policies, engine, tasks, resubmit_lost=ray.resubmit_lost)
+    return RolloutService(tasks, out, settings, policy, remote=episodes)
 
 
 async def _preflight(choice: PolicyChoice) -> None:
@@ -176,5 +229,5 @@ def _host(address: str) -> str:
 
 
 def run_serve(suite: str, suite_values: Mapping[str, Any], policy_values: Mapping[str, Any],
-              settings: ServiceSettings, where: Listening, token_ids: bool = True) -> None:
-    asyncio.run(serve(suite, suite_values, policy_values, settings, where, token_ids=token_ids))
+              settings: ServiceSettings, where: Listening, token_ids: bool = True, ray: OnRay | None = None) -> None:
+    asyncio.run(serve(suite, suite_values, policy_values, settings, where, token_ids=token_ids, ray=ray))

@@ -31,6 +31,7 @@ BenchmarkOpener = Callable[[], AsyncContextManager[TaskSource]]
 PoliciesFactory = Callable[[], PolicyFor]
 
 RECORD, NOT_STARTED, STOPPED, REJECTED = "record", "not_started", "stopped", "rejected"  # what run() answers
+TRAJECTORY = "trajectory"  # beside the record when asked: its attempt's trajectory.jsonl, as text
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,9 @@ class NodeRollouts:
         return {"name": self.name, "node": node, "address": ray.util.get_node_ip_address(), "pid": os.getpid(),
                 "slots": len(engine.slots), "folder": str(self.folder.resolve())}
 
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One rollout on this node to its record (a JSON-ready dict), or why it did not run."""
+    async def run(self, request: dict[str, Any], trajectory: bool = False) -> dict[str, Any]:
+        """One rollout on this node to its record (a JSON-ready dict), or why it did not run; with `trajectory`,
+        its attempt's trajectory.jsonl beside it (text: the model's replies and token ids, screenshots by path)."""
         engine = self._engine()
         try:
             parsed = parse_request(request)
@@ -107,7 +109,14 @@ class NodeRollouts:
             self._running.pop(parsed.id, None)
         record = record.model_copy(update={"slot": f"{self.name}/{record.slot}" if record.slot else None,
                                            "node_root": str(self.folder.resolve())})
-        return {RECORD: record.model_dump(mode="json")}
+        answer = {RECORD: record.model_dump(mode="json")}
+        if trajectory:
+            answer[TRAJECTORY] = await asyncio.to_thread(self._trajectory, record.attempt_path)
+        return answer
+
+    def _trajectory(self, attempt_path: str | None) -> str:
+        path = self.folder / attempt_path / "trajectory.jsonl" if attempt_path else None
+        return path.read_text(encoding="utf-8") if path is not None and path.is_file() else ""
 
     async def cancel(self, rollout_id: str, why: str) -> bool:
         """End a rollout in flight here as `why` (cut or interrupted): its run() answers with that record."""

@@ -40,11 +40,12 @@ class RayRollouts:
     def __init__(self, out: Path, opener: BenchmarkOpener, policies: PoliciesFactory,
                  settings: EngineSettings = EngineSettings(), *, slots_per_actor: int | None = None,
                  resubmit_lost: bool = False, check: Callable[[RolloutRequest], object] | None = None,
-                 start_timeout_s: float = START_TIMEOUT_S, answer_timeout_s: float | None = None) -> None:
+                 start_timeout_s: float = START_TIMEOUT_S, answer_timeout_s: float | None = None,
+                 trajectories: bool = False) -> None:
         self.out = Path(out).resolve()
         self.opener, self.policies, self.settings = opener, policies, settings
         self.slots_per_actor, self.resubmit_lost, self.check = slots_per_actor, resubmit_lost, check
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s, self.trajectories = start_timeout_s, trajectories
         # a rollout's record back from its actor: the episode's own bound on the actor, then the verdict's margin
         self.answer_timeout_s = answer_timeout_s or (settings.budgets.task_timeout_s + WATCHDOG_MARGIN_S
                                                      + ANSWER_MARGIN_S)
@@ -60,7 +61,7 @@ class RayRollouts:
             raise
         return RayRouter(self.members, self.out, answer_timeout_s=self.answer_timeout_s, check=self.check,
                          resubmit_lost=self.resubmit_lost, stop_after=self.settings.stop_after,
-                         history=self.settings.history)
+                         history=self.settings.history, trajectories=self.trajectories)
 
     async def __aexit__(self, *exc_info: object) -> None:
         alive = [member for member in self.members if member.lost is None]

@@ -26,7 +26,7 @@ from webeval.outcomes.redact import redact
 from webeval.rollouts.batch import INTERRUPT_GRACE_S
 from webeval.rollouts.engine import (CUT, INTERRUPTED, NOT_STARTED, EndpointWatch, EngineStats, EngineStopped,
                                      Flight)
-from webeval.rollouts.ray.node_actor import RECORD, REJECTED, STOPPED
+from webeval.rollouts.ray.node_actor import RECORD, REJECTED, STOPPED, TRAJECTORY
 from webeval.rollouts.records import NODE_LOST, RolloutRecord, masked
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
 from webeval.rollouts.store import RolloutStore
@@ -69,8 +69,10 @@ class RayRouter:
 
     def __init__(self, members: list[Member], out: Path, *, answer_timeout_s: float,
                  check: Callable[[RolloutRequest], object] | None = None, resubmit_lost: bool = False,
-                 stop_after: int = 3, history: str | None = None) -> None:
+                 stop_after: int = 3, history: str | None = None, trajectories: bool = False) -> None:
         self.members, self.check, self.resubmit_lost, self.history = members, check, resubmit_lost, history
+        # With `trajectories`, each record's trajectory.jsonl comes back from its node with it, kept until taken.
+        self.trajectories: dict[str, str] | None = {} if trajectories else None
         self.answer_timeout_s = answer_timeout_s  # a rollout's record back from its actor, or the actor is hung
         self.store = RolloutStore(out)
         self.lost_store = RolloutStore(out, LOST_ATTEMPTS)
@@ -88,6 +90,11 @@ class RayRouter:
 
     def free_slots(self) -> int:
         return sum(member.slots - member.in_flight for member in self.members if member.lost is None)
+
+    def take_trajectory(self, rollout_id: str) -> str | None:
+        """The trajectory.jsonl text of the rollout's record (asked for with `trajectories`), once: None when its
+        record has none (lost with its node, not started)."""
+        return self.trajectories.pop(rollout_id, None) if self.trajectories is not None else None
 
     def set_policy_version(self, version: str | int) -> None:
         self.policy_version = str(version)
@@ -146,7 +153,8 @@ class RayRouter:
                 return self._masked(flight, CUT, "cut: the rollout was stopped before it took a slot", None)
             raise
         flight.slot = member.name
-        answer = asyncio.wrap_future(member.handle.run.remote(flight.request.model_dump(mode="json")).future())
+        request = flight.request.model_dump(mode="json")
+        answer = asyncio.wrap_future(member.handle.run.remote(request, self.trajectories is not None).future())
         try:
             return self._answered(flight, member, await self._answer(flight, member, answer))
         except RayActorError as exc:
@@ -171,7 +179,10 @@ class RayRouter:
 
     def _answered(self, flight: Flight, member: Member, answer: dict[str, Any]) -> RolloutRecord:
         if RECORD in answer:
-            return RolloutRecord.model_validate(answer[RECORD])
+            record = RolloutRecord.model_validate(answer[RECORD])
+            if self.trajectories is not None and answer.get(TRAJECTORY):
+                self.trajectories[record.rollout_id] = answer[TRAJECTORY]
+            return record
         if STOPPED in answer:
             self.stop(answer[STOPPED])
             raise EngineStopped(answer[STOPPED])
