@@ -132,6 +132,27 @@ def test_a_second_collection_into_the_same_folder_must_ask_the_same(tmp_path):
     assert (out / COLLECTION).read_text() == asked and len(lines_parse(out)) == 1
 
 
+def test_a_collection_running_into_a_folder_stops_a_second_one_at_once(tmp_path):
+    out = tmp_path / "r"
+    args = ("rollouts", "collect", "--suite", "local", *task_args(*TASKS[:2]), "--group-size", "2", "--slots", "1",
+            "--out", str(out))
+    first = start(*args)
+    deadline = time.monotonic() + 120
+    while not (out / ".writer.lease").exists():
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.1)
+    began = time.monotonic()
+    second = webeval(*args)
+    assert time.monotonic() - began < 30
+    assert second.returncode == 2, second.stderr
+    [line] = second.stderr.strip().splitlines()
+    assert f"{out} is being written by" in line and f"process {first.pid}" in line, line
+    stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    records = lines_parse(out)  # the first's records, each once: the second wrote none
+    assert sorted(r.rollout_id for r in records) == sorted(f"{t}.{i}" for t in TASKS[:2] for i in range(2))
+
+
 def test_the_suites_own_options_are_listed_with_its_help():
     done = webeval("rollouts", "collect", "--suite", "webvoyager", "--help")
     assert done.returncode == 0 and "--population" in done.stdout and "--judge-model" in done.stdout

@@ -184,7 +184,8 @@ def test_secrets_never_reach_responses_logs_metrics_or_files(tmp_path):
     assert started and not [pid for pid in started if psutil.pid_exists(pid)]  # Xvfb, Chromium: all gone
 
 
-def test_sigterm_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_from_outside_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path, stop):
     server = subprocess.Popen([WEBEVAL, "serve", "--suite", "local", "--slots", "1", "--port", "0", "--out",
                                str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -195,7 +196,7 @@ def test_sigterm_masks_the_open_sessions_closes_the_slots_and_exits_0(tmp_path):
             assert seeded.status_code == 200, seeded.text
         started = [child.pid for child in psutil.Process(server.pid).children(recursive=True)]
         began = time.monotonic()
-        server.send_signal(signal.SIGTERM)
+        server.send_signal(stop)
         server.communicate(timeout=90)
     finally:
         if server.poll() is None:

@@ -87,16 +87,38 @@ def _check(values: dict[str, Any]) -> None:
 
 
 async def collect_command(suite: str, values: dict[str, Any], suite_values: dict[str, Any]) -> int:
-    from webeval.benchmarks import benchmark_setup, open_setup
-    from webeval.rollouts import RolloutEngine, RolloutStore, collect
-    from webeval.rollouts.collection import CollectionError, Progress, settle_ask, summarize, summary_lines, \
-        write_summary
-
     out = Path(values["out"])
     if values["ray"]:
         from webeval.cli.ray_collection import join_cluster
 
         join_cluster(values["ray"])  # before anything is written: an unreachable cluster is one line and no folder
+    lease = _claim(out)
+    try:
+        return await _collect(suite, values, suite_values, out)
+    finally:
+        lease.release()
+
+
+def _claim(out: Path):
+    """One collection writes a folder at a time: a second one stops at once, naming the first."""
+    import uuid
+
+    from webeval.outcomes.writer import WriterBusy, claim
+
+    try:
+        return claim(out, f"rollouts-{uuid.uuid4().hex[:8]}").keep_renewing()
+    except WriterBusy as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"--out {out}: cannot write the collection there ({exc.strerror or exc})") from None
+
+
+async def _collect(suite: str, values: dict[str, Any], suite_values: dict[str, Any], out: Path) -> int:
+    from webeval.benchmarks import benchmark_setup, open_setup
+    from webeval.rollouts import RolloutEngine, RolloutStore, collect
+    from webeval.rollouts.collection import CollectionError, Progress, settle_ask, summarize, summary_lines, \
+        write_summary
+
     try:
         setup = benchmark_setup(suite, suite_values)
         choice = PolicyChoice.from_values({**values, "policy": values["policy"] or setup.default_policy})

@@ -1,8 +1,8 @@
 """`webeval serve`: one suite's rollout service on uvicorn, until it is interrupted.
 
 The slots start before the socket takes requests; then one line on stdout says where the service listens
-(`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT and SIGTERM end it
-(exit 0): the sessions still running are masked `interrupted`, the slots closed.
+(`webeval serve: listening on http://HOST:PORT ...`), which is what a script waits for. SIGINT, SIGTERM and SIGHUP
+end it (exit 0): the sessions still running are masked `interrupted`, the slots closed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from webeval.outcomes.redact import redact_log_records
 from webeval.policy.choice import PolicyChoice
 from webeval.policy.openai import check_policy_endpoint
 from webeval.rollouts import EngineStopped
+from webeval.rollouts.interrupts import SIGNALS, stop_on_signals
 from webeval.rollouts.model_policies import ModelPolicies
 from webeval.service.access import bearer_token
 from webeval.service.http_app import build_app
@@ -136,15 +137,13 @@ async def _preflight(choice: PolicyChoice) -> None:
 
 async def _listen(service: RolloutService, sock: socket.socket, token: str | None, where: Listening,
                   what: str) -> None:
-    """Serve until SIGINT or SIGTERM (or the HTTP thread ends): uvicorn on a thread of its own, the engine here."""
+    """Serve until SIGINT, SIGTERM or SIGHUP (or the HTTP thread ends): uvicorn on a thread of its own, the engine here."""
     app = build_app(service, token=token, max_body=where.max_body)
     config = uvicorn.Config(app, log_config=None, access_log=True, timeout_graceful_shutdown=10,
                             limit_concurrency=4096, backlog=2048)
     http = HttpThread(uvicorn.Server(config), sock)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    restore = stop_on_signals(stop, (signal.SIGINT, *SIGNALS))
     try:
         await http.start()
         host, port = sock.getsockname()[:2]
@@ -153,8 +152,7 @@ async def _listen(service: RolloutService, sock: socket.socket, token: str | Non
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        restore()
         await http.stop()
 
 
