@@ -83,8 +83,8 @@ def test_a_stand_in_under_the_pins_name_is_refused_by_prepare_and_by_a_session(s
 
 
 def test_a_file_pinned_by_the_test_is_prepared_and_read(stand_in, tmp_path, capsys):
-    pin = PopulationPin("stand-in", 1, (PinnedFile("tasks", "test/stand-in", "0" * 40, "webvoyager.jsonl",
-                                                   sha256_of([stand_in / "webvoyager.jsonl"])),))
+    pin = PopulationPin("stand-in", 1, (PinnedFile("test/stand-in", "0" * 40, "webvoyager.jsonl",
+                                                   sha256_of([stand_in / "webvoyager.jsonl"]), role="tasks"),))
     args = argparse.Namespace(source=stand_in, mirror="http://127.0.0.1:9", timeout=5.0)
     folder = prepare_population(pin, tmp_path / "cache", args)
     assert capsys.readouterr().out.splitlines()[-1] == f"population stand-in (1 tasks) is ready in {folder}"

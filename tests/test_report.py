@@ -55,6 +55,15 @@ def test_each_outcome_reads_with_its_prefix_and_falls_in_its_category(outcome, k
     assert category_of(allure_status(outcome), message) == category, message
 
 
+def test_every_failure_class_sorts_into_an_agent_failure_category():
+    agent_failures = {"Invalid model output", "Wrong answer", "No answer", "Step budget", "Time budget",
+                      "Other agent failure"}
+    sorted_into = {failure.value: category_of("failed", status_message(Outcome.failed, "why",
+                                                                       failure_class=failure.value))
+                   for failure in FailureClass}
+    assert set(sorted_into.values()) == agent_failures, sorted_into
+
+
 def test_a_prefixed_reason_is_not_prefixed_twice_and_a_pass_has_no_message():
     assert status_message(Outcome.infra_error, "infra[display]: gone", kind="display") == "infra[display]: gone"
     assert status_message(Outcome.passed, "") == ""

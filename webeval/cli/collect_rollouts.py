@@ -19,7 +19,8 @@ from typing import Any
 
 from webeval.cli import CommandError
 from webeval.cli.ray_collection import RAY_FLAGS
-from webeval.flags import Flag, OptionError, add_arguments, values_of
+from webeval.cli.suite_commands import suite_command_values
+from webeval.flags import Flag, OptionError, add_arguments
 from webeval.policy.choice import POLICY_FLAGS, PolicyChoice
 from webeval.run_settings import RUN_FLAGS, SESSION_ONLY_FLAGS, Settings, run_settings
 
@@ -57,28 +58,12 @@ def add_parser(subparsers) -> None:
     collect.set_defaults(func=run, extra=[])
 
 
-def _full_parser(suite_flags: tuple[Flag, ...]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="webeval rollouts collect", description=__doc__.splitlines()[0],
-                                     epilog=" ".join(__doc__.splitlines()[2:]))
-    add_arguments(parser.add_argument_group("collection, policy and runtime"), COMMON_FLAGS)
-    add_arguments(parser.add_argument_group("the suite's own options"), suite_flags)
-    return parser
-
-
 def run(args: argparse.Namespace) -> int:
-    from webeval.benchmarks import benchmark_flags
-
-    try:
-        suite_flags = benchmark_flags(args.suite)
-    except OptionError as exc:
-        raise CommandError(str(exc)) from None
-    if args.help:
-        _full_parser(suite_flags).print_help()
+    parsed = suite_command_values(args, "webeval rollouts collect", __doc__, "collection, policy and runtime",
+                                  COMMON_FLAGS)
+    if parsed is None:
         return 0
-    suite_parser = argparse.ArgumentParser(prog=f"webeval rollouts collect --suite {args.suite}", add_help=False)
-    add_arguments(suite_parser, suite_flags)
-    suite_values = values_of(suite_parser.parse_args(args.extra), suite_flags)
-    values = values_of(args, COMMON_FLAGS)
+    values, suite_values = parsed
     _check(values)
     return asyncio.run(collect_command(args.suite, values, suite_values))
 

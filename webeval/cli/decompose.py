@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.cli.tasksets import open_taskset
+from webeval.cli.task_indexing import open_taskset
 from webeval.tasks.decomposition import MIN_GROUPS, decompose
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from webeval.cli import CommandError
-from webeval.flags import Flag, OptionError, add_arguments, values_of
+from webeval.cli.suite_commands import suite_command_values
+from webeval.flags import Flag, OptionError, add_arguments
 from webeval.policy.choice import POLICY_FLAGS
 from webeval.run_settings import RUN_DIR, RUN_FLAGS
 
@@ -66,14 +67,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run, extra=[])
 
 
-def _full_parser(suite_flags) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="webeval serve", description=__doc__.splitlines()[0],
-                                     epilog=" ".join(__doc__.splitlines()[2:]))
-    add_arguments(parser.add_argument_group("service, policy and runtime"), COMMON_FLAGS)
-    add_arguments(parser.add_argument_group("the suite's own options"), suite_flags)
-    return parser
-
-
 def _check(values: dict[str, Any]) -> None:
     for name in ("session_ttl", "max_body", "run_queue"):
         if values[name] <= 0:
@@ -88,19 +81,10 @@ def _check(values: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webeval.benchmarks import benchmark_flags
-
-    try:
-        suite_flags = benchmark_flags(args.suite)
-    except OptionError as exc:
-        raise CommandError(str(exc)) from None
-    if args.help:
-        _full_parser(suite_flags).print_help()
+    parsed = suite_command_values(args, "webeval serve", __doc__, "service, policy and runtime", COMMON_FLAGS)
+    if parsed is None:
         return 0
-    suite_parser = argparse.ArgumentParser(prog=f"webeval serve --suite {args.suite}", add_help=False)
-    add_arguments(suite_parser, suite_flags)
-    suite_values = values_of(suite_parser.parse_args(args.extra), suite_flags)
-    values = values_of(args, COMMON_FLAGS)
+    values, suite_values = parsed
     _check(values)
     return _serve(args.suite, suite_values, values)
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.cli.tasksets import open_taskset
+from webeval.cli.task_indexing import open_taskset
 from webeval.tasks import TaskFileError
 from webeval.tasks.splits import LeakFinder, draw
 from webeval.tasks.taskset import TaskSet

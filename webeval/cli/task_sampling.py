@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from webeval.cli import CommandError
-from webeval.cli.tasksets import open_taskset
+from webeval.cli.task_indexing import open_taskset
 from webeval.tasks.curriculum import Band, Curriculum, CurriculumError, Exclusion
 
 DEFAULT_BANDS = "1-2,3-4,5+"

@@ -17,13 +17,12 @@ The benchmark's own reward (`cum_reward`) is kept, and is a truth label for `web
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from webeval.interop import inert_pickle
-from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, read_text
+from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, read_json
 from webeval.interop.inert_pickle import field
 from webeval.tasks.model import SAFE_ID
 
@@ -38,10 +37,7 @@ ANSWER_CALL = "send_msg_to_user"
 
 
 def _summary(folder: Path) -> dict[str, Any]:
-    try:
-        summary = json.loads(read_text(folder / SUMMARY, folder))
-    except json.JSONDecodeError as exc:
-        raise Unreadable(f"{SUMMARY}: invalid JSON (line {exc.lineno}, column {exc.colno})") from None
+    summary = read_json(folder, SUMMARY)
     if not isinstance(summary, dict):
         raise Unreadable(f"{SUMMARY}: not a JSON object")
     return summary

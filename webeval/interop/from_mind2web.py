@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, inside, read_text
+from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, inside, read_json
 from webeval.tasks.model import SAFE_ID
 
 RESULT = "result.json"
@@ -34,10 +33,7 @@ KEPT_FIELDS = ("input_image_paths", "reference_length", "website", "level")
 
 
 def _result(folder: Path) -> dict[str, Any]:
-    try:
-        result = json.loads(read_text(folder / RESULT, folder))
-    except json.JSONDecodeError as exc:
-        raise Unreadable(f"{RESULT}: invalid JSON (line {exc.lineno}, column {exc.colno})") from None
+    result = read_json(folder, RESULT)
     if not isinstance(result, dict):
         raise Unreadable(f"{RESULT}: not a JSON object")
     return result

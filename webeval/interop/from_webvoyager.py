@@ -11,12 +11,11 @@ first user turn. The source has no URL of each page and no page titles.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, read_text
+from webeval.interop.imported import ImportedTrajectory, SourceAction, Unreadable, read_json
 
 MESSAGES = "interact_messages.json"
 FOLDER_PREFIX = "task"
@@ -38,10 +37,7 @@ def text_of(message: dict[str, Any]) -> str | None:
 
 
 def _messages(folder: Path) -> list[dict[str, Any]]:
-    try:
-        messages = json.loads(read_text(folder / MESSAGES, folder))
-    except json.JSONDecodeError as exc:
-        raise Unreadable(f"{MESSAGES}: invalid JSON (line {exc.lineno}, column {exc.colno})") from None
+    messages = read_json(folder, MESSAGES)
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise Unreadable(f"{MESSAGES}: not a list of chat turns")
     return messages

@@ -6,6 +6,7 @@ here touches a run directory (webeval.interop.into_rundir writes one).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,14 @@ def read_text(path: Path, folder: Path) -> str:
         raise Unreadable(f"{name}: cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise Unreadable(f"{name}: not UTF-8 text") from None
+
+
+def read_json(folder: Path, name: str) -> Any:
+    """The JSON document in `folder/name`, or Unreadable naming the file (and where its JSON breaks)."""
+    try:
+        return json.loads(read_text(folder / name, folder))
+    except json.JSONDecodeError as exc:
+        raise Unreadable(f"{name}: invalid JSON (line {exc.lineno}, column {exc.colno})") from None
 
 
 def inside(folder: Path, name: str) -> Path | None:

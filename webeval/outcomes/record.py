@@ -37,13 +37,17 @@ class FailureClass(str, Enum):
     safety_check = "safety_check"  # a hosted computer-use model's pending safety check, not acknowledged
 
 
-class InfraError(Exception):
-    """The episode broke for a reason that is not the model's: it is masked, never scored as 0."""
+class _OfKind(Exception):
+    """An error of a named kind (`browser`, `site_unreachable`, ...), which says `kind: message`."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
+
+
+class InfraError(_OfKind):
+    """The episode broke for a reason that is not the model's: it is masked, never scored as 0."""
 
 
 class JudgeError(Exception):
@@ -58,13 +62,8 @@ class JudgeError(Exception):
         self.kind = kind
 
 
-class NotRun(Exception):
+class NotRun(_OfKind):
     """A precondition failed before the first action (site unreachable, no display, a missing credential)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
 
 
 class AttemptRecord(BaseModel):

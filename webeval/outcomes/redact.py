@@ -13,10 +13,11 @@ cannot be told apart from ordinary text and is not masked (a key or password is 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 MASK = "***"
@@ -84,6 +85,29 @@ def declare(*secrets: str | None) -> None:
 def redact(text: str, *also: str | None) -> str:
     """`text` with every declared secret (and the ones in `also`) masked, and credentials in URLs."""
     return Redactor(also)(SECRETS(text)) if any(also) else SECRETS(text)
+
+
+def redact_log_records() -> Callable[..., logging.LogRecord]:
+    """From now on every log record is redacted as it is made, so whichever handler shows it (the terminal, a log
+    file, a test report's captured log, uvicorn's access log) shows no secret; the record factory it wraps is
+    returned, to be put back."""
+    made = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = made(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format is the logging module's to report, not ours
+            return record
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return record
+
+    logging.setLogRecordFactory(factory)
+    return made
 
 
 TEXT_SUFFIXES = frozenset({".json", ".jsonl", ".md", ".txt", ".xml", ".html", ".htm", ".log", ".csv", ".properties",

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from webeval.outcomes.disk import disk_error, full_disk
-from webeval.outcomes.redact import SECRETS, declare, redact, scrub
+from webeval.outcomes.redact import SECRETS, declare, redact, redact_log_records, scrub
 from webeval.plugin.keys import RUN_DIR
 
 URL_OPTIONS = ("site_map", "site_proxy", "policy_base_url", "judge_base_url")
@@ -68,32 +68,10 @@ class _MaskedFile:
         return getattr(self._file, name)
 
 
-def _masked_records(config: pytest.Config) -> None:
-    """Every log record is redacted as it is made, so whichever handler shows it (the terminal, a log file, a test
-    report's captured log) shows no secret."""
-    made = logging.getLogRecordFactory()
-    config.stash[_FACTORY] = made
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = made(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a bad format is the logging module's to report, not ours
-            return record
-        masked = redact(message)
-        if masked != message:
-            record.msg, record.args = masked, ()
-        if record.exc_info and record.exc_info[0] is not None:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        return record
-
-    logging.setLogRecordFactory(factory)
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     _declare_options(config)
-    _masked_records(config)
+    config.stash[_FACTORY] = redact_log_records()  # put back at the session's end
     writer = config.get_terminal_writer() if config.pluginmanager.has_plugin("terminalreporter") else None
     if writer is not None and not isinstance(writer._file, _MaskedFile):
         writer._file = _MaskedFile(writer._file)  # pytest has no public way to filter what its terminal writes

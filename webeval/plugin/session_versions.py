@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from webeval.outcomes.disk import disk_error
+from webeval.outcomes.rundir import RunDir
 from webeval.outcomes.sessions import append_session
 from webeval.plugin.keys import SESSION_ID, finished_run_dir
 from webeval.plugin.policies import chosen
@@ -18,10 +19,14 @@ from webeval.report.versions import versions
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    run_dir = finished_run_dir(config)
-    if run_dir is None:
-        return
+    run_dir = finished_run_dir(session.config)
+    if run_dir is not None:
+        _append_this_session(session.config, run_dir)
+
+
+def _append_this_session(config: pytest.Config, run_dir: RunDir) -> None:
+    """This session's line of sessions.jsonl: the versions, run conditions and recipe it ran with, and whether it
+    took the run directory over; a full disk keeps it unwritten, said at the session's end."""
     from webeval.runtime.browser import find_chromium
 
     chromium = find_chromium(config.option.browser_path)

@@ -7,9 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from webeval.outcomes.record import Outcome
+from webeval.outcomes.record import FailureClass, Outcome
 
 _REST = r"[\s\S]*"  # the rest of the message, newlines included (Allure 2 matches the whole message)
+
+
+def _agent_failure(name: str, *classes: FailureClass) -> dict[str, Any]:
+    """The category of the failed results whose message starts with one of these failure classes."""
+    kinds = "|".join(failure.value for failure in classes)
+    return {"name": name, "matchedStatuses": ["failed"],
+            "messageRegex": (f"^({kinds})" if len(classes) > 1 else f"^{kinds}") + _REST}
+
 
 # Allure 2's categories.json format; Allure 3 takes the same rules from its config. The first match wins.
 CATEGORIES: list[dict[str, Any]] = [
@@ -25,18 +33,13 @@ CATEGORIES: list[dict[str, Any]] = [
     {"name": "Missing", "matchedStatuses": ["skipped", "unknown"],
      "messageRegex": "^missing" + _REST,
      "description": "No result at all (interrupted run, crashed worker, not selected): counted in N, not scored."},
-    {"name": "Invalid model output", "matchedStatuses": ["failed"],
-     "messageRegex": "^invalid_output" + _REST},
-    {"name": "Wrong answer", "matchedStatuses": ["failed"],
-     "messageRegex": "^(wrong_answer|wrong_state)" + _REST},
-    {"name": "No answer", "matchedStatuses": ["failed"],
-     "messageRegex": "^(no_answer|gave_up|refusal)" + _REST},
-    {"name": "Step budget", "matchedStatuses": ["failed"],
-     "messageRegex": "^step_budget" + _REST},
-    {"name": "Time budget", "matchedStatuses": ["failed"],
-     "messageRegex": "^time_budget" + _REST},
-    {"name": "Other agent failure", "matchedStatuses": ["failed"],
-     "messageRegex": "^(closed_last_tab|judge_unparseable|replay_diverged|safety_check)" + _REST},
+    _agent_failure("Invalid model output", FailureClass.invalid_output),
+    _agent_failure("Wrong answer", FailureClass.wrong_answer, FailureClass.wrong_state),
+    _agent_failure("No answer", FailureClass.no_answer, FailureClass.gave_up, FailureClass.refusal),
+    _agent_failure("Step budget", FailureClass.step_budget),
+    _agent_failure("Time budget", FailureClass.time_budget),
+    _agent_failure("Other agent failure", FailureClass.closed_last_tab, FailureClass.judge_unparseable,
+                   FailureClass.replay_diverged, FailureClass.safety_check),
     {"name": "Harness error", "matchedStatuses": ["broken"],
      "messageRegex": "^harness_error" + _REST,
      "description": "A bug of the harness, not of the agent."},

@@ -45,8 +45,9 @@ class TurnRecord(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
 
 
-class RolloutRecord(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class RolloutIdentity(BaseModel):
+    """Which rollout: of which task, in which group, with which seed, under which policy versions. A record and
+    the rollout service's verify response both carry it."""
 
     rollout_id: str
     task_id: str
@@ -55,6 +56,11 @@ class RolloutRecord(BaseModel):
     seed: int
     policy_version_start: str = ""
     policy_version_end: str = ""
+
+
+class RolloutRecord(RolloutIdentity):
+    model_config = ConfigDict(extra="ignore")
+
     turns: list[TurnRecord] = Field(default_factory=list)
     reward: float | None = None
     mask_sample: bool = True

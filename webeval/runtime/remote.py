@@ -17,6 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Playwright, async_playwright
 
 from webeval.outcomes.record import InfraError
+from webeval.runtime.aio import run_watched
 from webeval.runtime.browser import BROWSER_CLOSE_S, CONTEXT_OPEN_S, DRIVER_START_S, QUIET_FLAGS, find_chromium
 from webeval.runtime.devices import PageInput, PageObserver, Screen
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
@@ -220,29 +221,23 @@ class RemoteSlot:
 
     async def watched(self, work: Awaitable[T]) -> T:
         """Run `work`, cancelled as soon as the connection drops, the lease is lost or a round trip goes unanswered."""
-        task = asyncio.ensure_future(work)
         probe: asyncio.Future | None = None
         next_probe = time.monotonic() + PROBE_EVERY_S
+
+        def lost() -> InfraError | None:
+            nonlocal probe, next_probe
+            dead = self.dead_part()
+            if dead is None and probe is not None and probe.done() and not probe.result():
+                dead = "browser_unresponsive"
+            if dead is not None:
+                return InfraError(dead, _GONE[dead])
+            if (probe is None or probe.done()) and time.monotonic() >= next_probe:
+                probe = asyncio.ensure_future(self.browser.responds(RESPONDS_S))
+                next_probe = time.monotonic() + PROBE_EVERY_S
+            return None
+
         try:
-            while True:
-                try:
-                    done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
-                except asyncio.CancelledError:  # a watchdog or a cut: the work stops with it, never left running
-                    task.cancel()
-                    await asyncio.wait({task}, timeout=RESPONDS_S)
-                    raise
-                if done:
-                    return task.result()
-                dead = self.dead_part()
-                if dead is None and probe is not None and probe.done() and not probe.result():
-                    dead = "browser_unresponsive"
-                if dead is not None:
-                    task.cancel()
-                    await asyncio.wait({task}, timeout=RESPONDS_S)
-                    raise InfraError(dead, _GONE[dead])
-                if (probe is None or probe.done()) and time.monotonic() >= next_probe:
-                    probe = asyncio.ensure_future(self.browser.responds(RESPONDS_S))
-                    next_probe = time.monotonic() + PROBE_EVERY_S
+            return (await run_watched(work, lost, WATCH_EVERY_S, RESPONDS_S)).result()
         finally:
             if probe is not None and not probe.done():
                 probe.cancel()

@@ -10,6 +10,7 @@ import asyncio
 from typing import Awaitable, TypeVar
 
 from webeval.outcomes.record import InfraError
+from webeval.runtime.aio import run_watched
 from webeval.runtime.browser import Browser, exit_note, find_chromium
 from webeval.runtime.display import Display
 from webeval.runtime.devices import ScreenObserver
@@ -134,28 +135,23 @@ class Slot:
     async def watched(self, work: Awaitable[T]) -> T:
         """Run `work`, cancelled as soon as a part of the runtime dies: a dead part must not be waited on. An error
         it raises while a part dies (a closed target, a lost connection) is that part's InfraError."""
-        task = asyncio.ensure_future(work)
-        while True:
-            try:
-                done, _ = await asyncio.wait({task}, timeout=WATCH_EVERY_S)
-            except asyncio.CancelledError:  # a watchdog or a cut: the work stops with it, never left running
-                task.cancel()
-                await asyncio.wait({task}, timeout=RESPONDS_S)
-                raise
-            if done:
-                error = task.exception()
-                if error is not None and not isinstance(error, InfraError) and isinstance(error, Exception):
-                    failure = await self.failure()
-                    if failure is not None:
-                        raise failure from error
-                return task.result()
-            dead = self.dead_part()
-            if dead is not None:
-                task.cancel()
-                await asyncio.wait({task}, timeout=RESPONDS_S)
-                raise self.explained(InfraError(dead, _GONE[dead]))
-            if self.browser is not None and self.browser.memory is not None:
-                self.browser.memory.look()  # its processes, and the memory cgroups they are in now
+        task = await run_watched(work, self._died, WATCH_EVERY_S, RESPONDS_S)
+        error = task.exception()
+        if error is not None and not isinstance(error, InfraError) and isinstance(error, Exception):
+            failure = await self.failure()
+            if failure is not None:
+                raise failure from error
+        return task.result()
+
+    def _died(self) -> InfraError | None:
+        """The error of a part found dead, explained; while all live, a look at the memory of the browser's
+        processes (and the memory cgroups they are in now)."""
+        dead = self.dead_part()
+        if dead is not None:
+            return self.explained(InfraError(dead, _GONE[dead]))
+        if self.browser is not None and self.browser.memory is not None:
+            self.browser.memory.look()
+        return None
 
     async def _close_browser(self) -> None:
         if self.browser is not None:

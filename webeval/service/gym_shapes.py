@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from webeval.rollouts.records import RolloutIdentity
+
 
 class _Open(BaseModel):
     """A request that carries the rest of a dataset row: fields it does not name are accepted and ignored."""
@@ -84,8 +86,9 @@ class VerifyRequest(_Open):
     response: dict[str, Any] | None = None
 
 
-class VerifyResponse(_Closed):
-    """NeMo Gym's BaseVerifyResponse with the mask fields; a masked sample's reward is null."""
+class VerifyResponse(_Closed, RolloutIdentity):
+    """NeMo Gym's BaseVerifyResponse with the mask fields and the rollout's identity; a masked sample's reward is
+    null."""
 
     responses_create_params: dict[str, Any] | None = None
     response: dict[str, Any] | None = None
@@ -94,13 +97,6 @@ class VerifyResponse(_Closed):
     failure_kind: str | None = None
     failure_reason: str = ""
     verifier: dict[str, Any] | None = None
-    rollout_id: str
-    task_id: str
-    group_id: str
-    sample_index: int
-    seed: int
-    policy_version_start: str = ""
-    policy_version_end: str = ""
     steps: int = 0
     truncated: bool = False
     outcome: str = ""

@@ -26,7 +26,7 @@ import uvicorn
 from webeval.benchmarks import BenchmarkSetup, benchmark_setup, open_benchmark, open_setup
 from webeval.flags import OptionError
 from webeval.models import PreflightError
-from webeval.outcomes.redact import redact
+from webeval.outcomes.redact import redact_log_records
 from webeval.policy.choice import PolicyChoice
 from webeval.policy.openai import check_policy_endpoint
 from webeval.rollouts import EngineStopped
@@ -71,22 +71,7 @@ def run_policy(values: Mapping[str, Any], default: str | None, screen: tuple[int
 
 def _redacting_logs() -> None:
     """Every log record is redacted as it is made, whoever handles it (uvicorn's access and error logs too)."""
-    made = logging.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = made(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a bad format is the logging module's to report
-            return record
-        masked = redact(message)
-        if masked != message:
-            record.msg, record.args = masked, ()
-        if record.exc_info and record.exc_info[0] is not None:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        return record
-
-    logging.setLogRecordFactory(factory)
+    redact_log_records()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
 

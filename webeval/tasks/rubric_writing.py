@@ -11,12 +11,12 @@ asks the model.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
 from pydantic import Field, ValidationError
 
+from webeval.outcomes.reply_json import json_objects
 from webeval.tasks.model import SAFE_ID, Frozen, Task
 from webeval.tasks.population import TaskFileError, describe_error
 
@@ -36,7 +36,6 @@ Reply with exactly one JSON object and nothing else:
 
 PROMPT_VERSION = "rubric-writer#" + hashlib.sha256(WRITER_PROMPT.encode()).hexdigest()[:12]
 GENERATED_TAG = "generated"
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 _NOT_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -88,19 +87,6 @@ def reask_text(why: str) -> str:
             '{"site": "...", "domain": "...", "fact_groups": [["...", ...], ...]}.')
 
 
-def _documents(text: str) -> list[Any]:
-    candidates = [text, *_FENCE.findall(text)]
-    if "{" in text and "}" in text:
-        candidates.append(text[text.index("{"):text.rindex("}") + 1])
-    found = []
-    for candidate in candidates:
-        try:
-            found.append(json.loads(candidate))
-        except (ValueError, RecursionError):
-            continue
-    return found
-
-
 def _text(document: dict[str, Any], key: str) -> str:
     value = document.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -110,7 +96,7 @@ def _text(document: dict[str, Any], key: str) -> str:
 
 def read_reply(content: str | None) -> tuple[str, str, list[list[str]]]:
     """(site, domain, fact groups) from a reply, or Unwritable saying why not."""
-    documents = [d for d in _documents(content or "") if isinstance(d, dict) and "fact_groups" in d]
+    documents = [d for d in json_objects(content or "") if "fact_groups" in d]
     if not documents:
         raise Unwritable("unreadable reply: no JSON object with fact_groups in it")
     document = documents[0]

@@ -24,7 +24,33 @@ from webeval.tasks.task_index import Progress, TaskIndex, ensure
 from webeval.tasks.task_rows import TASK_ROWS, RowReader
 
 
-class TaskSet(Sequence[Task]):
+class _ReadWhenAskedFor(Sequence[Task]):
+    """Tasks of a set, read from their lines when asked for and never held: `positions` are theirs in the set, in
+    this sequence's order."""
+
+    positions: Sequence[int]
+
+    def _read(self, positions: Sequence[int]) -> list[Task]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, position: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Task]: ...
+
+    def __getitem__(self, position: int | slice) -> Task | list[Task]:
+        if isinstance(position, slice):
+            return self._read(self.positions[position])
+        if not -len(self) <= position < len(self):
+            raise IndexError(f"task position {position} is outside 0..{len(self) - 1}")
+        return self._read([self.positions[position]])[0]
+
+
+class TaskSet(_ReadWhenAskedFor):
     def __init__(self, index: TaskIndex, index_path: Path, built: bool, reader: RowReader = TASK_ROWS,
                  line_files: list[LineFile] | None = None) -> None:
         self._index = index
@@ -70,21 +96,9 @@ class TaskSet(Sequence[Task]):
         """The set's file or folder name without `.jsonl` and `.gz`."""
         return self.source.name.removesuffix(".gz").removesuffix(".jsonl")
 
-    def __len__(self) -> int:
-        return len(self._index)
-
-    @overload
-    def __getitem__(self, position: int) -> Task: ...
-
-    @overload
-    def __getitem__(self, position: slice) -> list[Task]: ...
-
-    def __getitem__(self, position: int | slice) -> Task | list[Task]:
-        if isinstance(position, slice):
-            return self._read(range(len(self))[position])
-        if not -len(self) <= position < len(self):
-            raise IndexError(f"task position {position} is outside 0..{len(self) - 1}")
-        return self._read([position % len(self)])[0]
+    @property
+    def positions(self) -> range:
+        return range(len(self._index))
 
     def __contains__(self, item: object) -> bool:
         task_id = item.id if isinstance(item, Task) else item
@@ -198,7 +212,7 @@ class TaskSet(Sequence[Task]):
         return task
 
 
-class TaskSubset(Sequence[Task]):
+class TaskSubset(_ReadWhenAskedFor):
     """Some tasks of a TaskSet (a site's, a split's, a sample), in the order given, read from their lines when asked
     for: a selection of 100,000 tasks holds their positions, not the tasks."""
 
@@ -208,19 +222,8 @@ class TaskSubset(Sequence[Task]):
         self.ids = tuple(taskset.ids[n] for n in self.positions)
         self._members = frozenset(self.positions)
 
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    @overload
-    def __getitem__(self, position: int) -> Task: ...
-
-    @overload
-    def __getitem__(self, position: slice) -> list[Task]: ...
-
-    def __getitem__(self, position: int | slice) -> Task | list[Task]:
-        if isinstance(position, slice):
-            return self.taskset.at(self.positions[position])
-        return self.taskset.at([self.positions[position]])[0]
+    def _read(self, positions: Sequence[int]) -> list[Task]:
+        return self.taskset.at(positions)
 
     def __iter__(self) -> Iterator[Task]:
         yield from self.taskset.at(self.positions)

@@ -6,10 +6,11 @@ from a server, and a server is what a browser context of ours can reach with no 
 
 from __future__ import annotations
 
-import threading
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
+
+from webeval.benchmarks.loopback_server import LoopbackServer
 
 
 class _Files(SimpleHTTPRequestHandler):
@@ -23,30 +24,9 @@ class _Files(SimpleHTTPRequestHandler):
         pass
 
 
-class PageServer:
+class PageServer(LoopbackServer):
     """Serves the files under `root` (read only, nothing outside it) at `origin`, until stopped."""
 
     def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0) -> None:
         self.root = Path(root)
-        self._httpd = ThreadingHTTPServer((host, port), partial(_Files, directory=str(self.root)))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="webeval-miniwob", daemon=True)
-
-    @property
-    def origin(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> "PageServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> "PageServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(partial(_Files, directory=str(self.root)), "webeval-miniwob", host, port)

@@ -11,32 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from webeval.repository_files import RepositoryFile
 from webeval.tasks import dates
 from webeval.tasks.model import Task
 from webeval.tasks.population import Population, TaskFileError, population_of, read_jsonl, sha256_of
 
 
 @dataclass(frozen=True)
-class PinnedFile:
-    role: str  # tasks | templates | references
-    repo: str  # owner/name on GitHub
-    commit: str
-    path: str  # inside the repository
-    sha256: str
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
-
-    @property
-    def url(self) -> str:
-        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
+class PinnedFile(RepositoryFile):
+    role: str = field(kw_only=True)  # tasks | templates | references
 
     def describe(self) -> str:
         return f"{self.repo}@{self.commit[:7]} {self.path}"
@@ -56,25 +45,25 @@ class PopulationPin:
 _ORIGINAL = ("MinorJerry/WebVoyager", "5a7896738c10bfb8b9edccce6bb0e0411f8ae569")
 _MAINTAINED = ("jayl940712/webarena_benchmarks", "93b33c58b95db93116990f762b5503e702b1ae4a")
 _NEMO = ("jayl940712/webarena_benchmarks", "6a2977939b157b0ab9de7799bb089c721f1ac115")
-_TEMPLATES = PinnedFile("templates", *_MAINTAINED, "template/webvoyager.template.jsonl",
-                        "5bcc746efa51c661ed8c65b22b72c6dac14738c6b2c633ddfc1e90973ec0ca17")
+_TEMPLATES = PinnedFile(*_MAINTAINED, "template/webvoyager.template.jsonl",
+                        "5bcc746efa51c661ed8c65b22b72c6dac14738c6b2c633ddfc1e90973ec0ca17", role="templates")
 
 POPULATIONS: dict[str, PopulationPin] = {
     pin.name: pin for pin in (
         PopulationPin("original", 643, (
-            PinnedFile("tasks", *_ORIGINAL, "data/WebVoyager_data.jsonl",
-                       "69b19fd86c23f1a500244a3724e039aa7ca6a1223d03e11eb10e308d4f11c488"),
-            PinnedFile("references", *_ORIGINAL, "data/reference_answer.json",
-                       "5473818408d8a19960c4f820c1e5721d218b87b547499d7281c2a0fc4267b0c4"),
+            PinnedFile(*_ORIGINAL, "data/WebVoyager_data.jsonl",
+                       "69b19fd86c23f1a500244a3724e039aa7ca6a1223d03e11eb10e308d4f11c488", role="tasks"),
+            PinnedFile(*_ORIGINAL, "data/reference_answer.json",
+                       "5473818408d8a19960c4f820c1e5721d218b87b547499d7281c2a0fc4267b0c4", role="references"),
         ), note="the paper's 643 tasks, verbatim (its Booking and Google Flights dates are in the past)"),
         PopulationPin("maintained-595", 595, (
-            PinnedFile("tasks", *_MAINTAINED, "webvoyager.jsonl",
-                       "67ed53f057d3ac4e6bd978b4df9db2c5d33c8a726d930525d42fbcb6fb9da03b"),
+            PinnedFile(*_MAINTAINED, "webvoyager.jsonl",
+                       "67ed53f057d3ac4e6bd978b4df9db2c5d33c8a726d930525d42fbcb6fb9da03b", role="tasks"),
             _TEMPLATES,
         ), note="48 stale tasks removed; Booking and Google Flights dates rendered against --today"),
         PopulationPin("nemo-552", 552, (
-            PinnedFile("tasks", *_NEMO, "webvoyager.jsonl",
-                       "f635a9b27fa1980a63b39bbf64ae8e9e766159cb70fa765451d3d3c0b948ff98"),
+            PinnedFile(*_NEMO, "webvoyager.jsonl",
+                       "f635a9b27fa1980a63b39bbf64ae8e9e766159cb70fa765451d3d3c0b948ff98", role="tasks"),
             _TEMPLATES,  # its own commit's templates are unpinned: the 595 pin's apply where a question fits one
         ), note="NeMo Gym's 552 tasks; dates rendered against --today where a pinned template fits"),
     )

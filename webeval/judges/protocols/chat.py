@@ -1,6 +1,6 @@
-"""What every judge protocol shares: its chat call to the judge model, the screenshots as image parts, the JSON
-objects read out of a reply, the bounded re-ask, and verdicts that name the protocol that made them. Every reply's
-tokens are charged to the judgement's meter (webeval.outcomes.cost), priced by the endpoint's table.
+"""What every judge protocol shares: its chat call to the judge model, the screenshots as image parts, the bounded
+re-ask, and verdicts that name the protocol that made them (a reply's JSON objects are read by
+webeval.outcomes.reply_json, which the rubric writer reads with too). Every reply's tokens are charged to the judgement's meter (webeval.outcomes.cost), priced by the endpoint's table.
 
 Outcomes: a transport failure, a timeout, a refused key, an HTTP error, and a response that is not a chat
 completion end the judgement with a JudgeError of that kind (the attempt is judge_failed: masked, re-judgeable);
@@ -10,8 +10,6 @@ completion end the judgement with a JudgeError of that kind (the attempt is judg
 from __future__ import annotations
 
 import base64
-import json
-import re
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -23,7 +21,6 @@ from webeval.outcomes.record import JudgeError
 from webeval.outcomes.verdict import Verdict
 
 T = TypeVar("T")
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 _KINDS = {"http": "http", "timeout": "timeout", "connection": "transport"}  # a failure's cause -> its judge_failed kind
 
 
@@ -31,22 +28,6 @@ def image_part(path: Path) -> dict[str, Any]:
     kind = "jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "png"
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return {"type": "image_url", "image_url": {"url": f"data:image/{kind};base64,{data}"}}
-
-
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in a reply: the whole of it, each fenced block, and the span from its first { to its last }."""
-    candidates = [text, *_FENCE.findall(text)]
-    if "{" in text and "}" in text:
-        candidates.append(text[text.index("{"):text.rindex("}") + 1])
-    found = []
-    for candidate in candidates:
-        try:
-            document = json.loads(candidate)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(document, dict):
-            found.append(document)
-    return found
 
 
 class ChatJudge:

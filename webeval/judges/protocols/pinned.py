@@ -13,21 +13,13 @@ from pathlib import Path
 
 from webeval.cache_dir import cache_dir
 from webeval.outcomes.record import JudgeError
+from webeval.repository_files import RepositoryFile
 
 PROMPTS_ENV = "WEBEVAL_JUDGE_PROMPTS"
 
 
 @dataclass(frozen=True)
-class PromptPin:
-    repo: str
-    commit: str
-    path: str
-    sha256: str
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
-
+class PromptPin(RepositoryFile):
     @property
     def version(self) -> str:
         """What a verdict records as its prompt version: the file's pin, short."""

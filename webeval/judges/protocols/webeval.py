@@ -13,10 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from webeval.judges.protocols.chat import ChatJudge, image_part, json_objects
+from webeval.judges.protocols.chat import ChatJudge, image_part
 from webeval.judges.protocols.webjudge import action_history
 from webeval.models import Endpoint, Unreadable
 from webeval.outcomes.evidence import Evidence
+from webeval.outcomes.reply_json import json_objects
 from webeval.outcomes.verdict import Verdict
 from webeval.tasks import Task
 

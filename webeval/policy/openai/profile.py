@@ -35,6 +35,17 @@ __all__ = ["ADAPTERS", "APIS", "ImageLimits", "ImageSpec", "Profile", "ProfileEr
            "behaviour_digest", "load_profile", "make_profile", "read_profile_file", "sampling"]
 
 
+def _sides_at_least(least: int, name: str, what: str) -> AfterValidator:
+    """A width and height, each at least `least`; otherwise an error that says the pair must be `what`."""
+
+    def check(value: tuple[int, int]) -> tuple[int, int]:
+        if min(value) < least:
+            raise ValueError(f"{name} {list(value)} must be {what}")
+        return value
+
+    return AfterValidator(check)
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -49,17 +60,10 @@ class ImageSpec(_Table):
 
     format: Literal["png", "jpeg", "webp"] = "png"
     quality: int | None = Field(default=None, ge=1, le=100)  # JPEG and WebP only
-    size: tuple[int, int] | None = None
+    size: Annotated[tuple[int, int], _sides_at_least(1, "size", "a positive width and height")] | None = None
     max_pixels: int | None = Field(default=None, ge=1)
     min_pixels: int | None = Field(default=None, ge=1)
     factor: int = Field(default=1, ge=1, le=256)
-
-    @field_validator("size")
-    @classmethod
-    def _positive(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
-        if value is not None and min(value) < 1:
-            raise ValueError(f"size {list(value)} must be a positive width and height")
-        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> "ImageSpec":
@@ -190,7 +194,7 @@ class Profile(_Table):
     computer_tool: Literal["computer_use_preview", "computer"] = "computer_use_preview"
     computer_environment: Literal["browser", "linux", "ubuntu", "windows", "mac"] = "browser"
     # The space the model's coordinates are in: None means pixels of the image it sees; [1000, 1000] a virtual grid.
-    coordinate_space: tuple[int, int] | None = None
+    coordinate_space: Annotated[tuple[int, int], _sides_at_least(2, "coordinate_space", "at least 2x2")] | None = None
     image: ImageSpec = ImageSpec()
     image_detail: Literal["auto", "low", "high"] = "auto"
     screenshots: int = Field(default=3, ge=1, le=50)  # screenshots kept in the prompt; older ones become a stub
@@ -255,13 +259,6 @@ class Profile(_Table):
         problem = check_tool_names(value)
         if problem:
             raise ValueError(problem.removeprefix("tool_names: ").removeprefix("tool_names."))
-        return value
-
-    @field_validator("coordinate_space")
-    @classmethod
-    def _space(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
-        if value is not None and min(value) < 2:
-            raise ValueError(f"coordinate_space {list(value)} must be at least 2x2")
         return value
 
     @model_validator(mode="after")
