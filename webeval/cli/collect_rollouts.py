@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from webeval.cli import CommandError
-from webeval.cli.ray_collection import RAY_FLAGS
+from webeval.cli.ray_options import check_ray_values, ray_flags
 from webeval.cli.suite_commands import suite_command_values
 from webeval.flags import Flag, OptionError, add_arguments
 from webeval.policy.choice import POLICY_FLAGS, PolicyChoice
@@ -45,6 +45,7 @@ OWN_FLAGS = (
     Flag("--grace", type=float, default=30.0, metavar="S", help="see --completion-threshold (default 30)"),
     Flag("--judge-concurrency", type=int, default=8, metavar="N", help="verdicts awaited at once (default 8)"),
 )
+RAY_FLAGS = ray_flags("the rollouts", "a rollout")
 COMMON_FLAGS = (*OWN_FLAGS, *RAY_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag not in SESSION_ONLY_FLAGS))
 
 
@@ -79,11 +80,7 @@ def _check(values: dict[str, Any]) -> None:
         raise CommandError("--completion-threshold must be above 0 and at most 1")
     if values["grace"] < 0 or (values["tasks"] is not None and values["tasks"] < 1):
         raise CommandError("--grace must not be negative, --tasks must be at least 1")
-    if values["ray"] and values["slots"] is not None:
-        raise CommandError("--slots does not go with --ray: each node runs as many slots as its `browser` resource "
-                           "(ray start --resources '{\"browser\": N}')")
-    if values["resubmit_lost"] and not values["ray"]:
-        raise CommandError("--resubmit-lost goes with --ray: only a Ray node can be lost")
+    check_ray_values(values)
 
 
 async def collect_command(suite: str, values: dict[str, Any], suite_values: dict[str, Any]) -> int:

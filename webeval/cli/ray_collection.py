@@ -14,18 +14,12 @@ from typing import Any, Callable, Collection, Iterable, Mapping
 
 from webeval.benchmarks import benchmark_setup, open_benchmark
 from webeval.cli import CommandError
-from webeval.flags import Flag, OptionError
+from webeval.flags import OptionError
 from webeval.policy.choice import PolicyChoice, check_policy
 from webeval.rollouts import Batch, EngineSettings, EngineStopped, RolloutRecord, RolloutRequest
 
 RAY_MISSING = "--ray needs Ray on every node: pip install 'pytest-webeval[ray]'"
-RAY_FLAGS = (
-    Flag("--ray", metavar="ADDRESS",
-         help="collect on the Ray cluster whose head is at ADDRESS (HOST:PORT, or auto): an actor on each node runs "
-              "as many slots as the node's `browser` resource (docs/training.md)"),
-    Flag("--resubmit-lost", action="store_true",
-         help="with --ray: run a rollout lost with its node (masked node_lost) once more on another node"),
-)
+
 
 
 def join_cluster(address: str, timeout_s: float | None = None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from webeval.cli import CommandError
+from webeval.cli.ray_options import check_ray_values, ray_flags
 from webeval.cli.suite_commands import suite_command_values
 from webeval.flags import Flag, OptionError, add_arguments
 from webeval.policy.choice import POLICY_FLAGS
@@ -48,14 +49,7 @@ OWN_FLAGS = (
     Flag("--history", choices=("append-only", "windowed"), default="append-only",
          help="the /run policy's prompt: append-only (each turn extends the last; the default) or windowed"),
 )
-RAY_FLAGS = (
-    Flag("--ray", metavar="ADDRESS",
-         help="run whole episodes (/run) on the Ray cluster whose head is at ADDRESS (HOST:PORT, or auto): an actor "
-              "on each node runs as many slots as the node's `browser` resource; the step routes answer 409 "
-              "(docs/training.md)"),
-    Flag("--resubmit-lost", action="store_true",
-         help="with --ray: run a /run lost with its node (masked node_lost) once more on another node"),
-)
+RAY_FLAGS = ray_flags("whole episodes (/run)", "a /run", after="; the step routes answer 409")
 COMMON_FLAGS = (*OWN_FLAGS, *RAY_FLAGS, *POLICY_FLAGS, *(flag for flag in RUN_FLAGS if flag is not RUN_DIR))
 
 
@@ -73,11 +67,7 @@ def _check(values: dict[str, Any]) -> None:
             raise CommandError(f"--{name.replace('_', '-')} must be positive")
     if not 0 <= values["port"] <= 65535:
         raise CommandError("--port must be 0 to 65535")
-    if values["ray"] and values["slots"] is not None:
-        raise CommandError("--slots does not go with --ray: each node runs as many slots as its `browser` resource "
-                           "(ray start --resources '{\"browser\": N}')")
-    if values["resubmit_lost"] and not values["ray"]:
-        raise CommandError("--resubmit-lost goes with --ray: only a Ray node can be lost")
+    check_ray_values(values)
 
 
 def run(args: argparse.Namespace) -> int:
