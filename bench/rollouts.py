@@ -42,8 +42,10 @@ from webeval.rollouts.model_policies import ModelPolicies
 
 SLOTS = 8
 GROUP = 2
-LATENCY_MEDIAN_S = 0.8
-LATENCY_SIGMA = 0.9  # a heavy tail: one reply in ten takes over 2.5 s, one in a hundred over 6.5 s
+# A vision model's turn on a shared vLLM server (a screenshot in, a short tool call out): 1.5 s at the median, and a
+# heavy tail from batching and long replies: one reply in ten takes over 5.4 s, one in a hundred over 15 s.
+LATENCY_MEDIAN_S = 1.5
+LATENCY_SIGMA = 1.0
 
 
 def latency(seed: int, step: int) -> float:
