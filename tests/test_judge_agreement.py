@@ -11,7 +11,7 @@ import pytest
 from fixtures.openai_stub import OpenAIStub, text
 from tests.conftest import ROOT
 from tests.runs import run
-from tests.webvoyager_data import ORIGINAL
+from tests.webvoyager_data import ORIGINAL, need_data
 from webeval.cli import main
 from webeval.judges.agreement import agreement
 from webeval.judges.calibration import near_miss
@@ -54,6 +54,7 @@ def test_the_set_is_labelled_by_the_verifiers(labelled_set):
     assert len(early["screenshots"]) == len(whole["screenshots"]) - 1 and early["answer"] == "1.25 kg"
 
 
+@need_data
 def test_a_judge_that_always_says_success_has_a_false_positive_rate_of_one(labelled_set, tmp_path, capsys):
     judged = judged_by(labelled_set, tmp_path, "The screenshots show it.\nSUCCESS")
     capsys.readouterr()
@@ -65,6 +66,7 @@ def test_a_judge_that_always_says_success_has_a_false_positive_rate_of_one(label
     assert "judged by webvoyager (judge-model) x12" in out and "false-positive rate 1.000" in out
 
 
+@need_data
 def test_a_judge_that_never_says_success_has_a_recall_of_zero(labelled_set, tmp_path, capsys):
     judged = judged_by(labelled_set, tmp_path, "Nothing shows the task done. NOT SUCCESS")
     assert main(["judge-agreement", str(judged), "--json", str(tmp_path / "figures.json")]) == 0
@@ -111,6 +113,7 @@ def test_a_near_miss_is_close_and_not_the_answer(answer, miss):
     assert near_miss(answer) == miss
 
 
+@need_data
 def test_re_judging_with_the_same_judge_costs_no_call(labelled_set, tmp_path):
     import shutil
 
@@ -139,6 +142,7 @@ def test_calibrate_refuses_bad_input_in_one_line(labelled_set, tmp_path, capsys)
     assert sorted(p.name for p in labelled_set.iterdir()) == before
 
 
+@need_data
 def test_prepare_judge_prompts_checks_the_pin(tmp_path, capsys):
     assert main(["prepare", "judge-prompts", "--protocol", "webvoyager", "--from", PROMPTS,
                  "--cache-dir", str(tmp_path / "p")]) == 0

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.openai_stub import OpenAIStub, error, text
 from tests.test_judge_protocols import TASK, attempt
-from tests.webvoyager_data import ORIGINAL
+from tests.webvoyager_data import ORIGINAL, need_data
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging, with_members
 from webeval.outcomes.record import JudgeError
 
@@ -28,6 +28,7 @@ def ensemble(tmp_path: Path, stack: ExitStack, replies: list) -> Judging:
     return Judging(config)
 
 
+@need_data
 async def test_the_majority_decides_and_a_split_is_flagged(tmp_path):
     with ExitStack() as stack:
         judging = ensemble(tmp_path, stack, [text("SUCCESS"), text("NOT SUCCESS"), text("It is done. SUCCESS")])
@@ -40,6 +41,7 @@ async def test_the_majority_decides_and_a_split_is_flagged(tmp_path):
     assert all(m["protocol"] == "webvoyager" for m in members.values())
 
 
+@need_data
 async def test_a_member_that_fails_abstains_and_a_tie_is_masked(tmp_path):
     with ExitStack() as stack:
         judging = ensemble(tmp_path, stack, [text("SUCCESS"), error(500, "overloaded"), text("NOT SUCCESS")])

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, text
-from tests.webvoyager_data import ORIGINAL
+from tests.webvoyager_data import ORIGINAL, need_data
 from webeval.judges.config import JudgeConfig, JudgeConfigError, Judging
 from webeval.judges.protocols.original import AUTO_EVAL, PAPER_SCREENSHOTS, read_reply
 from webeval.outcomes.cost import Prices
@@ -52,6 +52,7 @@ def judging(stub: OpenAIStub, protocol: str, prompts: Path = UPSTREAM, cache: bo
                                retries=0, cache=cache))
 
 
+@need_data
 async def test_webvoyager_protocol_sends_the_original_prompt_word_for_word(tmp_path):
     upstream = upstream_constants()
     with OpenAIStub([text("The screenshots show the cookies with 67 reviews.\n\nSUCCESS")],
@@ -82,6 +83,7 @@ def test_free_text_replies_are_read_as_the_original_reads_them(reply, success):
     assert read_reply(reply) is success
 
 
+@need_data
 async def test_an_unread_reply_is_asked_again_then_judge_failed(tmp_path):
     with OpenAIStub([text("I cannot tell from these images.")], models=("judge-model",)) as stub:
         judge = judging(stub, "webvoyager")
@@ -92,6 +94,7 @@ async def test_an_unread_reply_is_asked_again_then_judge_failed(tmp_path):
     assert len(stub.requests) == 3 and stub.requests[0]["messages"] == stub.requests[2]["messages"]
 
 
+@need_data
 async def test_no_answer_is_a_failure_without_a_call(tmp_path):
     with OpenAIStub([text("SUCCESS")], models=("judge-model",)) as stub:
         judge = judging(stub, "webvoyager")
@@ -111,6 +114,7 @@ async def test_webeval_protocol_marks_its_verdicts(tmp_path):
     assert trail.startswith("The pages the agent visited, oldest first:\nhttps://www.allrecipes.com/search?q=vegan")
 
 
+@need_data
 def test_a_prompt_file_that_is_not_the_pin_is_refused(tmp_path):
     changed = tmp_path / "prompts"
     changed.mkdir()
@@ -124,6 +128,7 @@ def test_a_prompt_file_that_is_not_the_pin_is_refused(tmp_path):
     assert (UPSTREAM / "auto_eval.py").read_text() == source
 
 
+@need_data
 async def test_the_cache_spares_a_second_call_and_is_keyed_by_protocol_and_evidence(tmp_path):
     with OpenAIStub([text("SUCCESS")], models=("judge-model",)) as stub:
         evidence = attempt(tmp_path / "a", count=2)

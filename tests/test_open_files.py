@@ -78,6 +78,6 @@ def test_a_chromium_that_cannot_start_keeps_its_own_last_log_lines_in_the_reason
     said = done.stdout.strip().splitlines()[-1]
     assert said.startswith("InfraError: browser: Chromium failed to start: "), done.stdout + done.stderr
     # Chromium says it in its own words, which vary with where it ran out first ("Too many open files", "FD
-    # exhaustion", or a helper's broken pipe when the zygote ran out before the browser could say so).
-    assert re.search(r"; its log: (FATAL|ERROR) \S+\.cc:\d+: .*(Too many open files|FD exhaustion|\(\d+\))", said), said
+    # exhaustion", a helper's broken pipe, a database it could not open): its own log lines, as it wrote them.
+    assert re.search(r"; its log: (FATAL|ERROR) \S+\.cc:\d+: \S", said), said
     assert "dbus" not in said  # the noise of a machine without D-Bus is left out

@@ -167,7 +167,12 @@ async def test_a_chromium_killed_mid_session_masks_it_as_infra_and_the_slot_reco
             True, None, "infra_error[browser]"), verdict
 
         async def answered() -> dict[str, str]:  # each answers at once: a slow restart never outlasts another's TTL
-            again, _ = await seed(client, "Dictionary--2")
+            async def seeded():
+                answer = await client.post("/seed_session", json={"task_id": "Dictionary--2"})
+                assert answer.status_code in (200, 429), answer.text  # 429 while the killed slot restarts
+                return answer if answer.status_code == 200 else None
+
+            again = cookie_of(await until(seeded, 60, "a slot", every_s=0.5))
             await client.post("/terminate", headers=again, json={"status": "success", "answer": "fluke"})
             return again
 

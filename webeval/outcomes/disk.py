@@ -13,6 +13,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from webeval.outcomes.record import InfraError
 
 DISK = "disk"
@@ -52,17 +54,11 @@ class Space:
 
 
 def _mounts() -> list[tuple[str, str]]:
-    """(mount point, type) of every mount this process sees, from /proc/self/mounts."""
+    """(mount point, type) of every mount this process sees."""
     try:
-        lines = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace").splitlines()
+        return [(part.mountpoint, part.fstype) for part in psutil.disk_partitions(all=True)]
     except OSError:
         return []
-    found = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 3:
-            found.append((fields[1].replace("\\040", " "), fields[2]))
-    return found
 
 
 def free_bytes(folder: Path | str) -> int:
