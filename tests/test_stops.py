@@ -45,13 +45,12 @@ def allure_tasks(run_dir) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("workers, sent, to_group, seed", [
     (["-n", "2"], signal.SIGTERM, False, 1),
-    (["-n", "2"], signal.SIGTERM, False, 2),
     (["-n", "2"], signal.SIGHUP, False, 3),
     (["-n", "2"], signal.SIGTERM, True, 4),
     (["-p", "no:xdist"], signal.SIGTERM, False, 5),
     (["-p", "no:xdist"], signal.SIGHUP, False, 6),
     (["--slots", "2"], signal.SIGTERM, False, 7),
-], ids=["xdist-term-1", "xdist-term-2", "xdist-hup", "xdist-term-group", "single-term", "single-hup", "slots-term"])
+], ids=["xdist-term", "xdist-hup", "xdist-term-group", "single-term", "single-hup", "slots-term"])
 def test_a_signal_at_a_random_moment_stops_the_session_as_ctrl_c_and_resume_completes(tmp_path, workers, sent,
                                                                                         to_group, seed):
     run_dir = tmp_path / "run"
