@@ -132,6 +132,16 @@ def test_a_second_collection_into_the_same_folder_must_ask_the_same(tmp_path):
     assert (out / COLLECTION).read_text() == asked and len(lines_parse(out)) == 1
 
 
+def test_slots_that_cannot_start_stop_the_collection_with_one_line_and_no_record(tmp_path):
+    out = tmp_path / "r"
+    done = webeval("rollouts", "collect", "--suite", "local", "--tasks", "1", "--group-size", "1", "--slots", "1",
+                   "--out", str(out), "--browser-path", str(tmp_path / "no-chromium"))
+    assert done.returncode == 3, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("webeval rollouts: stopped: the slots cannot start here: Chromium not found at"), line
+    assert not (out / "rollouts.jsonl").exists()
+
+
 def test_a_collection_running_into_a_folder_stops_a_second_one_at_once(tmp_path):
     out = tmp_path / "r"
     args = ("rollouts", "collect", "--suite", "local", *task_args(*TASKS[:2]), "--group-size", "2", "--slots", "1",

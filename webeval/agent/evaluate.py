@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, retry_if_result, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from webeval.agent.environment import Environment, Prepared
 from webeval.agent.episode import Episode
@@ -34,7 +34,7 @@ from webeval.outcomes.verdict import Verdict
 from webeval.policy.base import Policy
 from webeval.runtime.downloads import DEFAULT_MAX_BYTES
 from webeval.runtime.session import TaskSession
-from webeval.runtime.pool import AnySlot
+from webeval.runtime.pool import AnySlot, started
 from webeval.tasks import Task
 
 PolicyFactory = Callable[[TaskSession, Prepared], Policy]  # a fresh policy for each episode, given its session
@@ -138,7 +138,7 @@ async def act(task: Task, how: Evaluation) -> Acted:
     retried: list[AttemptRecord] = []  # the infra attempts run again, appended already: what they spent counts
 
     async def attempt() -> Episode:
-        await _ready(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
+        await started(how.slot)  # a slot that cannot exist here (Xvfb missing, say) raises NotRun
         try:
             number, folder = how.run_dir.attempt_dir(task.id)
         except OSError as exc:
@@ -206,12 +206,6 @@ def interrupted(task: Task, how: Evaluation, acted: Acted | None, why: str) -> A
                             reason=f"judge_failed: {why} while the judge decided; the evidence is kept",
                             duration_s=time.monotonic() - acted.began)
     return Attempt(record, acted.episode, retried=acted.retried)
-
-
-async def _ready(slot: AnySlot, starts: int = 3) -> None:
-    """The slot started, or started again: a part killed while it starts gets another start."""
-    await AsyncRetrying(stop=stop_after_attempt(starts), retry=retry_if_exception_type(InfraError),
-                        reraise=True)(slot.ready)
 
 
 async def run_episode(prepared: Prepared, how: Evaluation, episode: Episode) -> Episode:

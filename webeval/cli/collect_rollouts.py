@@ -112,7 +112,7 @@ def _claim(out: Path):
 
 async def _collect(suite: str, values: dict[str, Any], suite_values: dict[str, Any], out: Path) -> int:
     from webeval.benchmarks import benchmark_setup, open_setup
-    from webeval.rollouts import RolloutEngine, RolloutStore, collect
+    from webeval.rollouts import EngineStopped, RolloutEngine, RolloutStore, collect
     from webeval.rollouts.collection import CollectionError, Progress, settle_ask, summarize, summary_lines, \
         write_summary
 
@@ -142,11 +142,15 @@ async def _collect(suite: str, values: dict[str, Any], suite_values: dict[str, A
         batch = await _collect_on_ray(suite, setup, suite_values, values, choice, settings, pending, progress,
                                       interrupted)
     else:
-        async with open_setup(suite, setup, suite_values) as benchmark:
-            async with RolloutEngine(benchmark, out, _policies(choice, settings, values),
-                                     _engine_settings(settings, values)) as engine:
-                batch = await collect(engine, pending, completion_threshold=values["completion_threshold"],
-                                      grace_s=values["grace"], on_record=progress.add, interrupted=interrupted)
+        try:
+            async with open_setup(suite, setup, suite_values) as benchmark:
+                async with RolloutEngine(benchmark, out, _policies(choice, settings, values),
+                                         _engine_settings(settings, values)) as engine:
+                    batch = await collect(engine, pending, completion_threshold=values["completion_threshold"],
+                                          grace_s=values["grace"], on_record=progress.add, interrupted=interrupted)
+        except EngineStopped as exc:  # before any rollout: the slots could not start
+            print(f"webeval rollouts: stopped: {exc}", file=sys.stderr)
+            return STOP_EXIT_CODE
     final = RolloutStore(out).final()
     records = [final[request.id] for request in requests if request.id in final]
     summary = summarize(records, len(requests), asyncio.get_running_loop().time() - began, batch.records)

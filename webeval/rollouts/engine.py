@@ -21,7 +21,7 @@ from webeval.agent.evaluate import AnySlot, Attempt, Evaluation, PolicyFactory, 
 from webeval.agent.loop import Budgets
 from webeval.judges.decide import Judge, Unparseable
 from webeval.outcomes.disk import DISK, PROFILE_BYTES, disk_error, full_disk, short_of_space
-from webeval.outcomes.record import NotRun
+from webeval.outcomes.record import InfraError, NotRun
 from webeval.outcomes.rundir import RunDir
 from webeval.rollouts.records import CUT, HARNESS_ERROR, INTERRUPTED, RolloutRecord, masked, scored, turn_records
 from webeval.rollouts.requests import RequestError, RolloutRequest, parse_request
@@ -157,6 +157,8 @@ class RolloutEngine:
             await self.pool.start(self.settings.start_concurrency)
         except NotRun as exc:
             raise EngineStopped(f"the slots cannot start here: {exc.message}") from None
+        except InfraError as exc:  # a part died as it started, every time it was started
+            raise EngineStopped(f"the slots did not start: {exc}") from None
 
     async def close(self) -> None:
         await self.pool.close()

@@ -8,6 +8,9 @@ import contextlib
 import time
 from typing import AsyncIterator, Sequence
 
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from webeval.outcomes.record import InfraError
 from webeval.runtime.remote import RemoteSlot
 from webeval.runtime.slot import Slot
 
@@ -33,7 +36,7 @@ class SlotPool:
 
         async def start_one(slot: AnySlot) -> None:
             async with starting:
-                await slot.ready()
+                await started(slot)
 
         try:
             await asyncio.gather(*(start_one(slot) for slot in self.slots))
@@ -74,3 +77,9 @@ class SlotPool:
 
     async def close(self) -> None:
         await asyncio.gather(*(slot.close() for slot in self.slots), return_exceptions=True)
+
+
+async def started(slot: AnySlot, starts: int = 3) -> None:
+    """The slot started, or started again: a part killed while it starts gets another start."""
+    await AsyncRetrying(stop=stop_after_attempt(starts), retry=retry_if_exception_type(InfraError),
+                        reraise=True)(slot.ready)
