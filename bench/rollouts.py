@@ -1,7 +1,8 @@
 """The rollout engine against the naive ways of collecting the same rollouts (WebGym measured its asynchronous
 system at 4-5x the synchronous one): the offline tasks x group 2, one model stand-in, three modes side by side.
 
-- sequential: one slot, one rollout after another (on a fixed subset; compared as rollouts per second);
+- sequential: one slot, one rollout after another (on a fixed subset; compared as steps per second, since the
+  subset's episodes are not as long as the whole suite's);
 - synchronous: 8 slots stepping together: each step waits for all 8 model replies, and a new wave of 8 rollouts
   starts when the last one of the wave has ended;
 - asynchronous: 8 slots, the engine.
@@ -196,11 +197,13 @@ async def measure_all(tasks: int, sequential: int) -> list[Figure]:
     complete = all(run["scored"] == run["rollouts"] for run in runs.values())
     details = {"runs": runs, "latency": {"median_s": LATENCY_MEDIAN_S, "sigma": LATENCY_SIGMA}, "group": GROUP,
                "load_before": load, "load_after": loadavg(), "complete": complete,
-               "sequential_subset": f"{sequential} of {tasks} tasks, compared as rollouts per second"}
+               "sequential_subset": f"{sequential} of {tasks} tasks, compared as steps per second"}
     ratio = lambda a, b: round(a["rollouts_per_s"] / b["rollouts_per_s"], 2) if complete else None  # noqa: E731
     return [
         Figure("rollouts_async_over_sync", ratio(fast, sync), 4.0, "x", ">=", details),
-        Figure("rollouts_async_over_sequential", ratio(fast, seq), 6.8, "x", ">=", {"ideal": SLOTS}),
+        # The sequential subset's episodes are shorter than the whole suite's: throughput is compared in steps.
+        Figure("rollouts_async_over_sequential", round(fast["steps_per_s"] / seq["steps_per_s"], 2)
+               if complete else None, 6.8, "x", ">=", {"ideal": SLOTS, "in_rollouts_per_s": ratio(fast, seq)}),
         Figure("rollout_slot_idle_fraction", fast["idle_fraction"], 0.10, "", "<=", {}),
         Figure("rollout_pss_gb_per_slot", round(fast["pss_gb"] / SLOTS, 3), 0.4, "GB", "<=",
                {"highest_pss_gb": fast["pss_gb"], "steps_per_s": {m: r["steps_per_s"] for m, r in runs.items()}}),
