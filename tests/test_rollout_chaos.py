@@ -18,7 +18,7 @@ import pytest
 from tests.runs import ROOT, browser_main_pids, driver_pids, processes_with, xvfb_pids
 from tests.test_chaos import kill_at_random
 
-pytestmark = pytest.mark.xdist_group("browser-suites")
+pytestmark = pytest.mark.xdist_group("rollouts")
 
 
 class Collection:
