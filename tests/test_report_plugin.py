@@ -261,7 +261,7 @@ def test_environment_and_executor_name_what_ran_and_no_secret_reaches_the_result
     folder = run_dir / "allure-results"
     env = (folder / "environment.properties").read_text()
     for key in ("score=1/10", "complete=no\\: 1 missing, 4 masked", "population=synthetic", "policy=oracle",
-                "judge=lab-judge (judge-1), agent", "playwright=", "chromium=", "git.commit="):
+                "judge=agent, lab-judge (judge-1)", "playwright=", "chromium=", "git.commit="):
         assert key in env, key
     executor = json.loads((folder / "executor.json").read_text())
     assert executor["buildName"] == f"synthetic {run_dir.name}"

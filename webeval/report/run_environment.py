@@ -19,13 +19,14 @@ from webeval.tasks import Population
 ENVIRONMENT = "environment.properties"
 EXECUTOR = "executor.json"
 def judges_of(records: list[AttemptRecord]) -> str:
-    """The judges that gave the run's verdicts, as `name (model)`, from the records."""
-    seen: dict[str, None] = {}
+    """The judges that gave the run's verdicts, as `name (model)`, from the records; sorted, since the records' order
+    is the order in which the workers finished."""
+    seen: set[str] = set()
     for record in records:
         verdict = record.verdict or {}
         if verdict.get("judge"):
-            seen[verdict["judge"] + (f" ({verdict['model']})" if verdict.get("model") else "")] = None
-    return ", ".join(seen) or "none recorded"
+            seen.add(verdict["judge"] + (f" ({verdict['model']})" if verdict.get("model") else ""))
+    return ", ".join(sorted(seen)) or "none recorded"
 
 
 def environment(population: Population, records: list[AttemptRecord], *, policy: str | None, model: str | None,
