@@ -24,6 +24,18 @@ START_TIMEOUT_S = 180
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_prestart_worker_first_driver": "0"}
 
 
+def gone_within(pids: list[int], seconds: float) -> list[int]:
+    """The processes among `pids` still alive after `seconds`."""
+    processes = []
+    for pid in pids:
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=seconds)
+    return [process.pid for process in alive if process.status() != psutil.STATUS_ZOMBIE]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

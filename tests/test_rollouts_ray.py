@@ -19,12 +19,11 @@ from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
-import psutil
 import pytest
 import ray
 
 from fixtures.openai_stub import OpenAIStub, Reply, call
-from tests.ray_head import RayCluster
+from tests.ray_head import RayCluster, gone_within
 from webeval.benchmarks import benchmark_setup, open_benchmark
 from webeval.cli import CommandError
 from webeval.cli.ray_collection import collect_suite_on_ray
@@ -118,18 +117,6 @@ def cluster():
 def pool(out: Path, policies=oracle_policies, **options) -> RayRollouts:
     """One actor per node, owning the node's two browsers."""
     return RayRollouts(out, offline_benchmark, policies, EngineSettings(), check=known_tasks(TASKS), **options)
-
-
-def gone_within(pids: list[int], seconds: float) -> list[int]:
-    """The processes among `pids` still alive after `seconds`."""
-    processes = []
-    for pid in pids:
-        try:
-            processes.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(processes, timeout=seconds)
-    return [process.pid for process in alive if process.status() != psutil.STATUS_ZOMBIE]
 
 
 async def known_dead(node_id: str) -> None:

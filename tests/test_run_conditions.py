@@ -6,22 +6,15 @@ first session did, whatever day it is."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from fixtures.openai_stub import OpenAIStub
-from tests.webvoyager_data import pytest_run, records
+from tests.webvoyager_data import closed_port, pytest_run, records
 from webeval.cli import main
 
 SUITE = "suites/webvoyager"
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -15,17 +15,11 @@ import time
 import pytest
 
 from tests.runs import Run, run, wait_for
-from tests.webvoyager_data import records, webvoyager_rows
+from tests.webvoyager_data import closed_port, records, webvoyager_rows
 from webeval.outcomes.lease import write_whole
 from webeval.outcomes.writer import WRITER, WriterBusy, claim
 
 SUITE = "suites/webvoyager"
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 
 from fixtures.answering_endpoint import answering
 from fixtures.openai_stub import OpenAIStub
-from tests.ray_head import RayCluster
+from tests.ray_head import RayCluster, gone_within
 from tests.service_lab import one_line
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker takes the Ray tests in turn (`--dist loadgroup`)
@@ -105,17 +105,6 @@ async def kill_midway(client: httpx.AsyncClient, started: dict[str, psutil.Proce
     (victim, process), (survivor, _) = sorted(started.items())
     os.kill(process.pid, signal.SIGKILL)
     return await asyncio.gather(*posted), victim, survivor
-
-
-def gone_within(pids: list[int], seconds: float) -> list[int]:
-    processes = []
-    for pid in pids:
-        try:
-            processes.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(processes, timeout=seconds)
-    return [process.pid for process in alive if process.status() != psutil.STATUS_ZOMBIE]
 
 
 async def test_a_killed_actor_masks_its_runs_node_lost_and_the_service_goes_on_with_the_survivor(cluster, endpoint,

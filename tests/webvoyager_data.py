@@ -38,11 +38,16 @@ def pytest_run(args: list[str], env: dict[str, str] | None = None, timeout: floa
                           capture_output=True, text=True, timeout=timeout)
 
 
-def offline_env() -> dict[str, str]:
-    """No route to the internet, even on a machine that has one: every request goes to a closed local port."""
+def closed_port() -> int:
+    """A local port nothing listens on."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        return probe.getsockname()[1]
+
+
+def offline_env() -> dict[str, str]:
+    """No route to the internet, even on a machine that has one: every request goes to a closed local port."""
+    dead = f"http://127.0.0.1:{closed_port()}"
     return {"http_proxy": dead, "https_proxy": dead, "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "no_proxy": "",
             "NO_PROXY": ""}
 
