@@ -79,14 +79,14 @@ def final_records(population: Population, records: list[AttemptRecord]) -> tuple
     """
     expected = set(population.ids)
     final: dict[str, AttemptRecord] = {}
-    valid_runs: dict[str, set[str]] = defaultdict(set)
+    valid_runs: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for record in records:
         if record.task_id not in expected:
             continue
         current = final.get(record.task_id)
         if record.outcome.valid:
-            if not (record.extra.get("rejudge") or record.extra.get("rerun")):
-                valid_runs[record.task_id].add(f"{record.run_id}/{record.session}")
+            if not record.extra or not (record.extra.get("rejudge") or record.extra.get("rerun")):
+                valid_runs[record.task_id].add((record.run_id, record.session))
             final[record.task_id] = record
         elif current is None or not current.outcome.valid:
             final[record.task_id] = record
@@ -100,30 +100,28 @@ def reconcile(population: Population, records: list[AttemptRecord], conventions:
     unexpected = sorted({r.task_id for r in records} - set(population.ids))
     masked: Counter[str] = Counter()
     classes: Counter[str] = Counter()
-    per_site: dict[str, SiteRate] = defaultdict(SiteRate)
+    tally: dict[str, Counter[str]] = defaultdict(Counter)  # per site: n, passed, failed, masked, missing
     missing: list[str] = []
     passed = failed = 0
     for task_id in population.ids:
         record = final.get(task_id)
-        site = per_site[population.site(task_id) or (record.site if record else "") or "-"]
-        site.n += 1
+        site = tally[population.site(task_id) or (record.site if record else "") or "-"]
+        site["n"] += 1
         if record is None:
             missing.append(task_id)
-            site.missing += 1
+            site["missing"] += 1
         elif record.outcome is Outcome.passed:
             passed += 1
-            site.passed += 1
+            site["passed"] += 1
         elif record.outcome is Outcome.failed:
             failed += 1
-            site.failed += 1
+            site["failed"] += 1
             if record.failure_class:
                 classes[record.failure_class.value] += 1
         else:
             masked[record.masked_key] += 1
-            site.masked += 1
-    for site in per_site.values():
-        site.score = site.passed / site.n if site.n else 0.0
-        site.interval_95 = score_interval(site.n, site.passed, site.failed)
+            site["masked"] += 1
+    per_site = {name: _site_rate(counts) for name, counts in tally.items()}
     n = population.size
     completed = passed + failed
     final_outcomes = {tid: (final[tid].outcome.value if tid in final else "missing") for tid in population.ids}
@@ -154,10 +152,16 @@ def reconcile(population: Population, records: list[AttemptRecord], conventions:
     )
 
 
+def _site_rate(counts: Counter[str]) -> SiteRate:
+    n, passed = counts["n"], counts["passed"]
+    return SiteRate(**counts, score=passed / n if n else 0.0, interval_95=score_interval(n, passed, counts["failed"]))
+
+
 def _policy_usage(final: Iterable[AttemptRecord]) -> dict[str, float]:
-    usage: Counter[str] = Counter()
+    usage: dict[str, float] = {}
     for record in final:
-        usage.update(record.usage)
+        for key, value in record.usage.items():
+            usage[key] = usage.get(key, 0) + value
     return {key: round(value, 3) for key, value in sorted(usage.items())}
 
 

@@ -19,7 +19,10 @@ class Outcome(str, Enum):
     @property
     def valid(self) -> bool:
         """A valid outcome scores; every other one masks the task and leaves the run incomplete."""
-        return self in (Outcome.passed, Outcome.failed)
+        return self in _VALID
+
+
+_VALID = frozenset({Outcome.passed, Outcome.failed})
 
 
 class FailureClass(str, Enum):

@@ -8,7 +8,6 @@ tokens on it had a price table: otherwise its dollars are None, never a partial 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -20,20 +19,23 @@ SIDES = ("policy", "judge")
 
 @dataclass
 class Side:
-    tokens: Counter[str] = field(default_factory=Counter)
+    tokens: dict[str, float] = field(default_factory=dict)
     usd: float = 0.0
     unpriced: int = 0  # attempts that used tokens on this side without a price
 
     def add(self, usage: dict[str, float], cost: float | None) -> None:
-        used = {key: value for key, value in usage.items() if key in TOKENS and value}
-        self.tokens.update(used)
+        used = False
+        for key, value in usage.items():
+            if value and key in TOKENS:
+                self.tokens[key] = self.tokens.get(key, 0) + value
+                used = True
         if cost is not None:
             self.usd += cost
         elif used:
             self.unpriced += 1
 
     def figures(self) -> dict[str, Any]:
-        return {**{key: int(self.tokens[key]) for key in TOKENS},
+        return {**{key: int(self.tokens.get(key, 0)) for key in TOKENS},
                 "usd": None if self.unpriced else round(self.usd, 8)}
 
 
@@ -67,28 +69,58 @@ def spent(records: Iterable[AttemptRecord]) -> Spending:
 
 def run_cost(task_ids: Iterable[str], records: list[AttemptRecord], passed: int) -> dict[str, Any]:
     """summary.json's `cost`: per side its tokens and dollars, the run's dollars, per task that ran, per success,
-    and each task's own. Empty for a run that used no tokens (an oracle's)."""
+    and each task's own. Empty for a run that used no tokens (an oracle's). One pass over the records: a run of
+    100,000 attempts is reconciled at every session's end."""
     ids = list(task_ids)
-    by_task: dict[str, list[AttemptRecord]] = {task_id: [] for task_id in ids}
+    expected = set(ids)
+    whole = Spending()
+    tasks: dict[str, _TaskCost] = {}
+    counted: set[tuple[str, str]] = set()
     for record in records:
-        if record.task_id in by_task:
-            by_task[record.task_id].append(record)
-    whole = spent(record for task_id in ids for record in by_task[task_id])
+        if record.task_id not in expected:
+            continue
+        task = tasks.get(record.task_id)
+        if task is None:
+            task = tasks[record.task_id] = _TaskCost()
+        prices = record.cost_usd
+        folder = (record.task_id, record.path)
+        if not record.path or folder not in counted:  # a re-judged attempt's policy tokens were counted with it
+            counted.add(folder)
+            if record.usage or prices:
+                task.policy_tokens += task.charge(whole.policy, record.usage, prices.get("policy"))
+        if record.judge_usage or prices:
+            task.judge_tokens += task.charge(whole.judge, record.judge_usage, prices.get("judge"))
     if not whole.used:
         return {}
-    tasks = {task_id: _task(spent(found)) for task_id, found in by_task.items() if found}
     total = whole.usd
     return {
         "policy": whole.policy.figures(), "judge": whole.judge.figures(), "usd": total,
         "usd_per_task": round(total / len(tasks), 8) if total is not None and tasks else None,
         "usd_per_success": round(total / passed, 8) if total is not None and passed else None,
-        "tasks": tasks,
+        "tasks": {task_id: tasks[task_id].figures() for task_id in ids if task_id in tasks},
     }
 
 
-def _task(spending: Spending) -> dict[str, Any]:
-    tokens = lambda side: int(side.tokens["prompt_tokens"] + side.tokens["completion_tokens"])  # noqa: E731
-    return {"usd": spending.usd, "policy_tokens": tokens(spending.policy), "judge_tokens": tokens(spending.judge)}
+class _TaskCost:
+    """One task's share of the run's spending, counted as the run's sides are."""
+
+    __slots__ = ("usd", "unpriced", "policy_tokens", "judge_tokens")
+
+    def __init__(self) -> None:
+        self.usd, self.unpriced, self.policy_tokens, self.judge_tokens = 0.0, False, 0.0, 0.0
+
+    def charge(self, side: Side, usage: dict[str, float], cost: float | None) -> float:
+        """One attempt's usage on one side, added to the run's side and to this task; its prompt and completion
+        tokens, which a task's figures count."""
+        unpriced = side.unpriced
+        side.add(usage, cost)
+        self.unpriced = self.unpriced or side.unpriced > unpriced
+        self.usd += cost or 0.0
+        return usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+
+    def figures(self) -> dict[str, Any]:
+        return {"usd": None if self.unpriced else round(self.usd, 8), "policy_tokens": int(self.policy_tokens),
+                "judge_tokens": int(self.judge_tokens)}
 
 
 def cost_lines(cost: dict[str, Any]) -> list[str]:
