@@ -12,7 +12,8 @@ which answers each turn after a latency drawn from a log-normal distribution (me
 LATENCY_SIGMA, drawn from a seed made of the rollout's seed and the step, so every mode meets the same latency at the
 same turn); the turn then acts out the task's own solution, so each episode takes the task's own number of steps.
 
-Figures: rollouts_async_over_sync (>= 4.0), rollouts_async_over_sequential (>= 6.8, 85% of 8),
+Figures: rollouts_async_over_sync (>= 4.0; the details give the ratio the same replies allow with a harness that cost
+nothing, ideal_without_harness_cost), rollouts_async_over_sequential (>= 6.8, 85% of 8),
 rollout_slot_idle_fraction (<= 0.10: the slots' time not holding a rollout, over the asynchronous run),
 rollout_pss_gb_per_slot (<= 0.4: the proportional set size of this process and everything it started, over the
 slots, highest sample), and the steps per second of each mode in the details.
@@ -23,6 +24,7 @@ slots, highest sample), and the steps per second of each mode in the details.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 import random
 import tempfile
@@ -117,6 +119,24 @@ class LocalTasks:
         return self.by_id[task_id]
 
 
+def ideal_walls(requests: list[RolloutRequest], steps: dict[tuple[str, int], int]) -> dict[str, float]:
+    """The wall time of each mode if the harness cost nothing: each step takes exactly its model reply's latency (the
+    same draws the stand-in makes), the episodes their measured number of steps. Their ratio is the most any engine
+    can gain over the lockstep way on this workload."""
+    steps_of = {(r.task_id, r.sample_index): (r.seed, steps[(r.task_id, r.sample_index)]) for r in requests}
+    replies = {key: [latency(seed, step) for step in range(1, count + 1)] for key, (seed, count) in steps_of.items()}
+    free = [0.0] * SLOTS
+    for key in replies:  # the engine: a free slot takes the next rollout
+        heapq.heappush(free, heapq.heappop(free) + sum(replies[key]))
+    lockstep = 0.0
+    keys = list(replies)
+    for wave in (keys[i:i + SLOTS] for i in range(0, len(keys), SLOTS)):
+        for step in range(max(len(replies[key]) for key in wave)):
+            lockstep += max(replies[key][step] for key in wave if step < len(replies[key]))
+    return {"async_s": round(max(free), 1), "sync_s": round(lockstep, 1),
+            "async_over_sync": round(lockstep / max(free), 2)}
+
+
 def requests_for(task_ids: list[str]) -> list[RolloutRequest]:
     return [RolloutRequest(task_id=task_id, group_id=task_id, sample_index=index, seed=hash_seed(task_id, index))
             for task_id in task_ids for index in range(GROUP)]
@@ -179,6 +199,7 @@ async def run_mode(mode: str, tasks: LocalTasks, profile: Profile, task_ids: lis
     scored = [r for r in records if not r.mask_sample]
     steps = sum(r.steps for r in records)
     return {"mode": mode, "slots": slots, "rollouts": len(records), "scored": len(scored), "wall_s": round(wall, 1),
+            "steps": {(r.task_id, r.sample_index): r.steps for r in records},
             "rollouts_per_s": round(len(records) / wall, 4), "steps_per_s": round(steps / wall, 3),
             "idle_fraction": round(1 - busy / (slots * wall), 3), "pss_gb": round(memory.highest_kb / 2**20, 3),
             "masked": sorted({r.failure_kind for r in records if r.mask_sample})}
@@ -195,7 +216,11 @@ async def measure_all(tasks: int, sequential: int) -> list[Figure]:
             runs[mode] = await run_mode(mode, local, profile, ids, Path(scratch))
     sync, seq, fast = runs["sync"], runs["sequential"], runs["async"]
     complete = all(run["scored"] == run["rollouts"] for run in runs.values())
-    details = {"runs": runs, "latency": {"median_s": LATENCY_MEDIAN_S, "sigma": LATENCY_SIGMA}, "group": GROUP,
+    ideal = ideal_walls(requests_for(task_ids), fast["steps"]) if complete else None
+    for run in runs.values():
+        del run["steps"]
+    details = {"runs": runs, "ideal_without_harness_cost": ideal,
+               "latency": {"median_s": LATENCY_MEDIAN_S, "sigma": LATENCY_SIGMA}, "group": GROUP,
                "load_before": load, "load_after": loadavg(), "complete": complete,
                "sequential_subset": f"{sequential} of {tasks} tasks, compared as steps per second"}
     ratio = lambda a, b: round(a["rollouts_per_s"] / b["rollouts_per_s"], 2) if complete else None  # noqa: E731

@@ -10,7 +10,8 @@ burst of step sessions against four slots.
   (and requests that failed outright).
 - service_health_p99_ms (<= 50): the 99th percentile of `GET /health`, probed every 10 ms by another process, over
   the probes sent while the burst lands and the admitted sessions open their pages; the same before the burst (the
-  machine's own noise) is in the details.
+  machine's own noise) is in the details, and so is machine_stall_p99_ms: over the same moments, how much longer
+  than asked a 10 ms sleep of a third process took (the time no process on this machine got a core).
 
     .venv/bin/python -m bench.service [--tasks N] [--group N] [--rounds N] [--json]
 """
@@ -22,6 +23,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -122,20 +124,45 @@ def throughput(requests: list[RolloutRequest], base_url: str, rounds: int, scrat
 
 
 def probe_health(url: str, seconds: float, results) -> None:
-    """In its own process: GET /health every PROBE_EVERY_S for `seconds`; (wall-clock time sent, latency in seconds
-    or None for a failure) of each."""
+    """In its own process: GET /health every PROBE_EVERY_S for `seconds` on one kept-alive connection, written and
+    read as bytes (an HTTP client library would take a good part of a core at this rate, on the same two cores as
+    the service); (wall-clock time sent, latency in seconds or None for a failure) of each."""
+    address = httpx.URL(url)
+    request = b"GET /health HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (address.host.encode(), address.port)
     probes = []
-    with httpx.Client(base_url=url, timeout=10) as client:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            sent, began = time.time(), time.perf_counter()
-            try:
-                ok = client.get("/health").status_code == 200
-            except httpx.HTTPError:
-                ok = False
-            probes.append((sent, time.perf_counter() - began if ok else None))
-            time.sleep(PROBE_EVERY_S)
+    connection = socket.create_connection((address.host, address.port), timeout=10)
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    answers = connection.makefile("rb")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sent, began = time.time(), time.perf_counter()
+        try:
+            connection.sendall(request)
+            ok = answers.readline().split()[1] == b"200"
+            length = 0
+            while (line := answers.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            answers.read(length)
+        except (OSError, IndexError):
+            ok = False
+        probes.append((sent, time.perf_counter() - began if ok else None))
+        time.sleep(PROBE_EVERY_S)
+    connection.close()
     results.put(probes)
+
+
+def oversleep(seconds: float, results) -> None:
+    """In its own process, touching no service: sleep PROBE_EVERY_S again and again for `seconds`; (wall-clock time,
+    how much longer than asked each sleep took). Its 99th percentile during the burst is the machine's own stall: no
+    process here, the service or any other, can answer faster than it is given a core."""
+    stalls = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        at, began = time.time(), time.perf_counter()
+        time.sleep(PROBE_EVERY_S)
+        stalls.append((at, time.perf_counter() - began - PROBE_EVERY_S))
+    results.put(stalls)
 
 
 def p99_ms(latencies: list[float | None]) -> float | None:
@@ -146,21 +173,43 @@ def p99_ms(latencies: list[float | None]) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
 
 
+async def seed_raw(host: str, port: int, body: bytes) -> tuple[int, str | None] | str:
+    """One `POST /seed_session` on a connection of its own, written and read as bytes: (status, session cookie), or
+    the error's name. A load generator on the same two cores as the service must cost it little: httpx spends about
+    8 ms of CPU per request of the burst, this a tenth of that."""
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as exc:
+        return type(exc).__name__
+    try:
+        writer.write(b"POST /seed_session HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (host.encode(), port, len(body), body))
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.read()
+    except (OSError, asyncio.IncompleteReadError) as exc:
+        return type(exc).__name__
+    finally:
+        writer.close()
+    lines = head.decode("latin-1").split("\r\n")
+    cookie = next((line.split(":", 1)[1].strip().split(";")[0].split("=", 1)[1] for line in lines
+                   if line.lower().startswith("set-cookie:") and "webeval_session=" in line), None)
+    return int(lines[0].split()[1]), cookie
+
+
 async def burst(url: str) -> dict:
-    limits = httpx.Limits(max_connections=BURST + 8, max_keepalive_connections=BURST + 8)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-        began = time.monotonic()
-        answers = await asyncio.gather(*(client.post("/seed_session", json={"task_id": "Dictionary--2"})
-                                         for _ in range(BURST)), return_exceptions=True)
-        wall = time.monotonic() - began
-        admitted = [a for a in answers if isinstance(a, httpx.Response) and a.status_code == 200]
-        for answer in admitted:
-            cookie = {"Cookie": f"webeval_session={answer.cookies['webeval_session']}"}
-            await client.post("/close_session", headers=cookie)
-    statuses = [a.status_code if isinstance(a, httpx.Response) else type(a).__name__ for a in answers]
+    address = httpx.URL(url)
+    body = json.dumps({"task_id": "Dictionary--2"}).encode()
+    began = time.monotonic()
+    answers = await asyncio.gather(*(seed_raw(address.host, address.port, body) for _ in range(BURST)))
+    wall = time.monotonic() - began
+    cookies = [answer[1] for answer in answers if isinstance(answer, tuple) and answer[0] == 200]
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        for cookie in cookies:
+            await client.post("/close_session", headers={"Cookie": f"webeval_session={cookie}"})
+    statuses = [answer[0] if isinstance(answer, tuple) else answer for answer in answers]
     counts = {str(status): statuses.count(status) for status in set(statuses)}
     return {"counts": counts, "errors": sum(status not in (200, 429) for status in statuses),
-            "admitted": len(admitted), "wall_s": round(wall, 2)}
+            "admitted": len(cookies), "wall_s": round(wall, 2)}
 
 
 def seed_burst(scratch: Path) -> dict:
@@ -170,20 +219,25 @@ def seed_burst(scratch: Path) -> dict:
     try:
         context = multiprocessing.get_context("spawn")
         results = context.Queue()
+        stalled = context.Queue()
         prober = context.Process(target=probe_health, args=(url, QUIET_S + 7.0, results))
+        sleeper = context.Process(target=oversleep, args=(QUIET_S + 7.0, stalled))
         prober.start()
+        sleeper.start()
         time.sleep(QUIET_S + 1.0)  # the prober's own start-up, then the quiet probes
         began = time.time()
         landed = asyncio.run(burst(url))
         ended = began + landed["wall_s"]
-        probes = results.get(timeout=60)
+        probes, stalls = results.get(timeout=60), stalled.get(timeout=60)
         prober.join(timeout=30)
+        sleeper.join(timeout=30)
     finally:
         stop(server)
     during = [latency for sent, latency in probes if began <= sent <= ended]
     quiet = [latency for sent, latency in probes if sent < began]
     return {**landed, "probes_during": len(during), "probe_failures": sum(l is None for _, l in probes),
             "health_p99_ms": p99_ms(during), "health_quiet_p99_ms": p99_ms(quiet),
+            "machine_stall_p99_ms": p99_ms([stall for at, stall in stalls if began <= at <= ended]),
             "health_median_ms": round(statistics.median(l for l in during if l is not None) * 1000, 1)
             if any(l is not None for l in during) else None}
 

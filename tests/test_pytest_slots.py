@@ -68,3 +68,16 @@ def test_a_session_stopped_by_x_under_slots_leaves_the_rest_not_run_and_nothing_
     done = summary(tmp_path / "r")
     assert done["failed"] == 1 and done["missing"]
     assert not job.processes()
+
+
+def test_slots_start_the_longest_expected_task_first(tmp_path):
+    # solutions of 2, 12, 3 and 7 steps: the long ones start first, so that none starts last and holds the session
+    chosen = ["Dictionary--2", "Flights--6", "Shop--3", "Dictionary--4"]
+    job = run(["suites/local", "-k", " or ".join(chosen), "--slots", "2", "--run-dir", str(tmp_path / "r")],
+              tmp_path / "r")
+    assert job.proc.returncode == 0, job.output[-3000:]
+    started = {record["task_id"]: (tmp_path / "r" / record["path"] / "step-001.png").stat().st_mtime
+               for record in records(tmp_path / "r")}
+    order = sorted(started, key=started.get)
+    assert set(order[:2]) == {"Flights--6", "Dictionary--4"} and order[2:] == ["Shop--3", "Dictionary--2"], order
+    assert "4 passed" in job.output.splitlines()[-1]

@@ -1,16 +1,18 @@
 """`--slots N`: a session's tasks run N at a time in one process, each episode on a slot of its own (its own Xvfb,
 Chromium and input connection), with no xdist worker to start.
 
-At the first task the session's selected tasks are handed, in their order, to a pool of N slots on the session's
-event loop; each test then awaits its own task's attempt, so the reports come in the tests' order while the episodes
-run ahead of them. The attempt is the same record `evaluate()` makes, and every outcome, report and reconciliation
-rule decides from it as without --slots. A verdict is awaited after the episode gave its slot back. The suite's
-environment and judge are the first task's fixtures' (a suite's environment and judge do not depend on the task).
+At the first task the session's selected tasks are handed, the longest expected first, to a pool of N slots on the
+session's event loop; each test then awaits its own task's attempt, so the reports come in the tests' order while the
+episodes run ahead of them. The attempt is the same record `evaluate()` makes, and every outcome, report and
+reconciliation rule decides from it as without --slots. A verdict is awaited after the episode gave its slot back. The
+suite's environment and judge are the first task's fixtures' (a suite's environment and judge do not depend on the
+task).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Callable
 
 import pytest
@@ -18,9 +20,15 @@ import pytest
 from webeval.agent.evaluate import Attempt, Evaluation, act, judge_acted
 from webeval.plugin.keys import TASK
 from webeval.runtime.pool import AnySlot, SlotPool
+from webeval.tasks import Task
 
 CLOSE_S = 30.0  # an episode cancelled at the session's end writes its evidence and closes its context first
 SCHEDULER = pytest.StashKey["TaskScheduler"]()
+
+
+def expected_steps(task: Task) -> float:
+    """How long a task's episode is expected to be: its solution's steps; unknown (no solution) counts as longest."""
+    return len(task.solution) if task.solution else math.inf
 
 
 class TaskScheduler:
@@ -34,8 +42,11 @@ class TaskScheduler:
 
     def schedule(self, items: list[pytest.Item]) -> None:
         self._started = asyncio.ensure_future(self.pool.start())
-        for item in items:
-            if TASK in item.stash and item.nodeid not in self.attempts:
+        tasks = [item for item in items if TASK in item.stash]
+        # Slots take the attempts in the order they were made: the longest first, so that no long episode starts
+        # last and keeps the session waiting on one slot (stable: tasks of equal or unknown length keep their order)
+        for item in sorted(tasks, key=lambda item: -expected_steps(item.stash[TASK])):
+            if item.nodeid not in self.attempts:
                 self.attempts[item.nodeid] = asyncio.ensure_future(self._attempt(item.stash[TASK]))
 
     async def _attempt(self, task) -> Attempt:

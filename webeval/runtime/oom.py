@@ -11,8 +11,10 @@ reason say the out-of-memory killer killed it.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import psutil
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _KILLED = re.compile(r"Killed process (\d+) \(([^)]*)\)")
 DMESG_S = 2.0
+PIDS_EVERY_S = 5.0  # a renderer killed younger than this is still told by its memory cgroup's count
 
 
 def memory_cgroup(pid: int) -> Path | None:
@@ -70,6 +73,7 @@ class MemoryWatch:
     browser_pid: int | None
     pids: set[int] = field(default_factory=set)
     counts: dict[Path, int] = field(default_factory=dict)
+    pids_seen_at: float = -math.inf
 
     @classmethod
     def start(cls, browser_pid: int | None) -> "MemoryWatch":
@@ -78,16 +82,18 @@ class MemoryWatch:
         return watch
 
     def look(self) -> None:
-        """The browser's processes now, and the cgroups they are in (a count is kept from when it was first read)."""
+        """The cgroup the browser is in now (a count is kept from when it was first read), and its processes at most
+        every PIDS_EVERY_S: finding a process's children walks every process on the machine (10-20 ms of the
+        engine's loop with a hundred Chromium processes, and a slot is looked at twice a second)."""
         if self.browser_pid is None:
             return
-        try:
-            browser = psutil.Process(self.browser_pid)
-            processes = [browser, *browser.children(recursive=True)]
-        except psutil.Error:
-            return
-        for process in processes:
-            self.pids.add(process.pid)
+        if time.monotonic() - self.pids_seen_at >= PIDS_EVERY_S:
+            try:
+                browser = psutil.Process(self.browser_pid)
+                self.pids.update(process.pid for process in [browser, *browser.children(recursive=True)])
+            except psutil.Error:
+                return
+            self.pids_seen_at = time.monotonic()
         cgroup = memory_cgroup(self.browser_pid)
         if cgroup is not None and cgroup not in self.counts:
             count = oom_kills(cgroup)
