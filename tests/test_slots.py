@@ -142,3 +142,23 @@ def test_the_scripts_of_docs_api_md_run_as_written(tmp_path):
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and all(line.split()[1] == "passed" for line in lines), done.stdout
     assert lines[0].startswith("Dictionary--0 passed")
+
+
+async def test_slots_started_behind_the_first_are_free_as_they_come_and_one_that_cannot_start_is_left_out(caplog):
+    from webeval.runtime.pool import SlotPool
+
+    pool = SlotPool([Slot(640, 480), Slot(640, 480), Slot(640, 480), Slot(640, 480, "/nonexistent/chromium")])
+    try:
+        began = time.monotonic()
+        await pool.start(at_once=2, all_ready=False)
+        assert pool.free() == 2  # the first two: episodes may begin while the others start
+        first = await pool.take()
+        await asyncio.wait_for(pool._behind, 60)
+        assert pool.free() == 2 and time.monotonic() - began < 60  # the third came free; the fourth never will
+        assert first.browser is not None and first.browser.alive
+        assert pool.slots[3].browser is None or not pool.slots[3].browser.alive
+        assert any("slot-3 did not start" in message and "going on with the other slots" in message
+                   for message in caplog.messages), caplog.messages
+    finally:
+        await pool.close()
+    assert all(slot.browser is None or not slot.browser.alive for slot in pool.slots)

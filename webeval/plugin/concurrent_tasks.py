@@ -41,7 +41,7 @@ class TaskScheduler:
         self._started: asyncio.Task | None = None
 
     def schedule(self, items: list[pytest.Item]) -> None:
-        self._started = asyncio.ensure_future(self.pool.start())
+        self._started = asyncio.ensure_future(self.pool.start(all_ready=False))  # episodes begin as slots start
         tasks = [item for item in items if TASK in item.stash]
         # Slots take the attempts in the order they were made: the longest first, so that no long episode starts
         # last and keeps the session waiting on one slot (stable: tasks of equal or unknown length keep their order)

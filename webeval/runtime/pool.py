@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from typing import AsyncIterator, Sequence
 
@@ -15,6 +16,7 @@ from webeval.runtime.remote import RemoteSlot
 from webeval.runtime.slot import Slot
 
 AnySlot = Slot | RemoteSlot
+log = logging.getLogger(__name__)
 
 
 class SlotPool:
@@ -24,14 +26,20 @@ class SlotPool:
         self.busy_s = dict.fromkeys(self.names.values(), 0.0)
         self.started_s = time.monotonic()
         self._free: asyncio.Queue = asyncio.Queue()
+        self._behind: asyncio.Future | None = None  # the slots still starting behind the first (start(all_ready=False))
 
     @classmethod
     def local(cls, count: int, screen: tuple[int, int], browser_path: str | None = None) -> "SlotPool":
         return cls([Slot(*screen, browser_path) for _ in range(count)])
 
-    async def start(self, at_once: int = 2) -> None:
+    async def start(self, at_once: int = 2, *, all_ready: bool = True) -> None:
         """Every slot ready, `at_once` at a time (eight Chromium launches together starve two cores), then free.
-        A slot that cannot exist here raises NotRun, and every slot is closed again."""
+        A slot that cannot exist here raises NotRun, and every slot is closed again.
+
+        With `all_ready=False`, only the first `at_once` are waited for: the others start behind them, each free as
+        soon as it is ready, so that episodes begin while the rest start. One of those that cannot start is closed
+        and left out (said in a warning): the pool goes on with the slots it has."""
+        first, rest = (self.slots, []) if all_ready else (self.slots[:at_once], self.slots[at_once:])
         starting = asyncio.Semaphore(at_once)
 
         async def start_one(slot: AnySlot) -> None:
@@ -39,13 +47,25 @@ class SlotPool:
                 await started(slot)
 
         try:
-            await asyncio.gather(*(start_one(slot) for slot in self.slots))
+            await asyncio.gather(*(start_one(slot) for slot in first))
         except BaseException:
             await self.close()
             raise
-        for slot in self.slots:
+        for slot in first:
             self._free.put_nowait(slot)
         self.started_s = time.monotonic()
+        if rest:
+            self._behind = asyncio.ensure_future(asyncio.gather(*(self._start_behind(start_one, slot)
+                                                                  for slot in rest)))
+
+    async def _start_behind(self, start_one, slot: AnySlot) -> None:
+        try:
+            await start_one(slot)
+        except Exception as exc:  # noqa: BLE001 - the slots already started carry on without this one
+            log.warning("%s did not start (%s): going on with the other slots", self.name(slot), exc)
+            await slot.close()
+            return
+        self._free.put_nowait(slot)
 
     async def take(self) -> AnySlot:
         return await self._free.get()
@@ -76,6 +96,9 @@ class SlotPool:
         return 1 - sum(self.busy_s.values()) / wall if wall > 0 else 0.0
 
     async def close(self) -> None:
+        if self._behind is not None:
+            self._behind.cancel()
+            await asyncio.gather(self._behind, return_exceptions=True)
         await asyncio.gather(*(slot.close() for slot in self.slots), return_exceptions=True)
 
 
