@@ -9,7 +9,7 @@ tokens on it had a price table: otherwise its dollars are None, never a partial 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from webeval.outcomes.cost import TOKENS, usd
 from webeval.outcomes.record import AttemptRecord
@@ -54,14 +54,20 @@ class Spending:
         return bool(self.policy.tokens or self.judge.tokens or self.policy.usd or self.judge.usd)
 
 
-def spent(records: Iterable[AttemptRecord]) -> Spending:
-    spending = Spending()
+def policy_counted(records: Iterable[AttemptRecord]) -> Iterator[tuple[AttemptRecord, bool]]:
+    """Each record, and whether its policy tokens count: once per attempt folder (a re-judged record repeats its
+    attempt's), always for a record without one."""
     folders: set[tuple[str, str]] = set()
     for record in records:
-        folder = (record.task_id, record.path) if record.path else None
-        if folder is None or folder not in folders:
-            if folder is not None:
-                folders.add(folder)
+        folder = (record.task_id, record.path)
+        yield record, not record.path or folder not in folders
+        folders.add(folder)
+
+
+def spent(records: Iterable[AttemptRecord]) -> Spending:
+    spending = Spending()
+    for record, counts in policy_counted(records):
+        if counts:
             spending.policy.add(record.usage, record.cost_usd.get("policy"))
         spending.judge.add(record.judge_usage, record.cost_usd.get("judge"))
     return spending
@@ -75,19 +81,13 @@ def run_cost(task_ids: Iterable[str], records: list[AttemptRecord], passed: int)
     expected = set(ids)
     whole = Spending()
     tasks: dict[str, _TaskCost] = {}
-    counted: set[tuple[str, str]] = set()
-    for record in records:
-        if record.task_id not in expected:
-            continue
+    for record, counts in policy_counted(record for record in records if record.task_id in expected):
         task = tasks.get(record.task_id)
         if task is None:
             task = tasks[record.task_id] = _TaskCost()
         prices = record.cost_usd
-        folder = (record.task_id, record.path)
-        if not record.path or folder not in counted:  # a re-judged attempt's policy tokens were counted with it
-            counted.add(folder)
-            if record.usage or prices:
-                task.policy_tokens += task.charge(whole.policy, record.usage, prices.get("policy"))
+        if counts and (record.usage or prices):
+            task.policy_tokens += task.charge(whole.policy, record.usage, prices.get("policy"))
         if record.judge_usage or prices:
             task.judge_tokens += task.charge(whole.judge, record.judge_usage, prices.get("judge"))
     if not whole.used:

@@ -26,6 +26,7 @@ class SlotPool:
         self.busy_s = dict.fromkeys(self.names.values(), 0.0)
         self.started_s = time.monotonic()
         self._free: asyncio.Queue = asyncio.Queue()
+        self._starting = asyncio.Semaphore(2)  # how many start at once: start()'s `at_once`
         self._behind: asyncio.Future | None = None  # the slots still starting behind the first (start(all_ready=False))
 
     @classmethod
@@ -40,14 +41,9 @@ class SlotPool:
         soon as it is ready, so that episodes begin while the rest start. One of those that cannot start is closed
         and left out (said in a warning): the pool goes on with the slots it has."""
         first, rest = (self.slots, []) if all_ready else (self.slots[:at_once], self.slots[at_once:])
-        starting = asyncio.Semaphore(at_once)
-
-        async def start_one(slot: AnySlot) -> None:
-            async with starting:
-                await started(slot)
-
+        self._starting = asyncio.Semaphore(at_once)
         try:
-            await asyncio.gather(*(start_one(slot) for slot in first))
+            await asyncio.gather(*(self._start_one(slot) for slot in first))
         except BaseException:
             await self.close()
             raise
@@ -55,12 +51,15 @@ class SlotPool:
             self._free.put_nowait(slot)
         self.started_s = time.monotonic()
         if rest:
-            self._behind = asyncio.ensure_future(asyncio.gather(*(self._start_behind(start_one, slot)
-                                                                  for slot in rest)))
+            self._behind = asyncio.ensure_future(asyncio.gather(*(self._start_behind(slot) for slot in rest)))
 
-    async def _start_behind(self, start_one, slot: AnySlot) -> None:
+    async def _start_one(self, slot: AnySlot) -> None:
+        async with self._starting:
+            await started(slot)
+
+    async def _start_behind(self, slot: AnySlot) -> None:
         try:
-            await start_one(slot)
+            await self._start_one(slot)
         except Exception as exc:  # noqa: BLE001 - the slots already started carry on without this one
             log.warning("%s did not start (%s): going on with the other slots", self.name(slot), exc)
             await slot.close()
