@@ -41,8 +41,10 @@ class StandIn:
     def __init__(self, model, oracle, timeline: Timeline) -> None:
         self.model_policy, self.oracle, self.timeline = model, oracle, timeline
         self.name, self.model = model.name, model.model
+        self.task_id = ""
 
     async def begin(self, task) -> None:
+        self.task_id = task.id
         await self.model_policy.begin(task)
         await self.oracle.begin(task)
 
@@ -51,7 +53,7 @@ class StandIn:
         await self.oracle.end()
 
     async def act(self, observation):
-        self.timeline.log("step", step=observation.step)
+        self.timeline.log("step", step=observation.step, task=self.task_id)
         reply, turn = await asyncio.gather(self.model_policy.act(observation), self.oracle.act(observation))
         return replace(turn, usage=reply.usage, retries=reply.retries, latency_s=reply.latency_s)
 

@@ -65,8 +65,8 @@ def test_chromium_killed_at_20_random_moments_never_hangs_and_never_fails_a_task
 
 
 def test_playwright_driver_killed_at_random_moments_masks_its_tasks(tmp_path):
-    chaos_run(tmp_path, driver_pids, kills=5, selection=["-k", "Shop or News or Flights"])
+    chaos_run(tmp_path, driver_pids, kills=5, selection=["-k", "Shop or News"])
 
 
 def test_xvfb_killed_at_random_moments_masks_its_tasks(tmp_path):
-    chaos_run(tmp_path, xvfb_pids, kills=5, selection=["-k", "Shop or News or Flights"])
+    chaos_run(tmp_path, xvfb_pids, kills=5, selection=["-k", "Shop or News"])
