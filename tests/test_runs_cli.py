@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.runs import records, run, summary
+from tests.test_task_files import EXAMPLE, example_rows
+from webeval.benchmarks.miniwob.server import PageServer
 
 WEBEVAL = [sys.executable, "-m", "webeval.cli"]
 SMALL = "Dictionary--2 or News--4"
@@ -182,3 +184,22 @@ def test_no_policy_stops_at_the_first_task_with_what_to_do(tmp_path):
     assert "precondition[no_policy]: no policy: pass --policy openai" in job.output
     assert [(r["outcome"], r["kind"]) for r in records(run_dir)] == [("not_run", "no_policy")]
     assert summary(run_dir)["missing"] == ["Shop--93"]
+
+
+def test_resuming_a_complete_run_runs_nothing_and_exits_as_the_run_gates(tmp_path):
+    rows = [row for row in example_rows("ORIGIN") if row["id"] == "sencha-price"]
+    rows.append({**rows[0], "id": "sencha-wrong", "answer": {"exact": "3.80"}})  # the oracle answers 4.50: failed
+    run_dir = tmp_path / "run"
+    with PageServer(EXAMPLE) as site:
+        tasks = tmp_path / "two.jsonl"
+        tasks.write_text("".join(json.dumps(row).replace("ORIGIN", site.origin) + "\n" for row in rows))
+        session = ["-p", "no:xdist", "suites/tasks", "--policy", "oracle", "--tasks-file", str(tasks)]
+        first = run([*session, "--run-dir", str(run_dir)], run_dir)
+        assert first.proc.returncode == 1 and summary(run_dir)["complete"], first.output[-2000:]
+        again = run([*session, "--resume", str(run_dir)], run_dir)  # nothing left: not pytest's "no tests" (5)
+        gated = run([*session, "--resume", str(run_dir), "--gate-min-score", "0.9"], run_dir)
+        passing = run([*session, "--resume", str(run_dir), "--gate-min-score", "0.5"], run_dir)
+    assert again.proc.returncode == 0, again.output[-2000:]
+    assert "complete, 2 of 2 completed" in again.output
+    assert gated.proc.returncode == 10 and passing.proc.returncode == 0, gated.output[-2000:]
+    assert len(records(run_dir)) == 2  # nothing ran again

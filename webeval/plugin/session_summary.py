@@ -91,6 +91,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if stopped is not None:  # stopped after its last task: nothing was cut short
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if session.testsfailed else pytest.ExitCode.OK
+    if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and config.option.resume and summary.complete:
+        # Resuming a complete run leaves nothing to run: that is the run's end, gated as any, not "no tests" (5),
+        # which would keep a `resume until it is complete` loop going for ever.
+        session.exitstatus = pytest.ExitCode.OK
     if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         return  # interrupted, a usage error, a stopped session: pytest's (or the stop's) status stands
     if summary.duplicates:
