@@ -234,3 +234,24 @@ def test_an_input_device_whose_display_died_under_its_import_leaves_no_pipes_ope
                           env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
     assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
     assert "BufferedReader" not in done.stderr, done.stderr
+
+
+def test_closing_pyautoguis_leftovers_loads_nothing_a_lazy_proxy_stands_for():
+    """Looking for PyAutoGUI's pipes walks every object of the process; `openai.beta`, `openai.chat` and the like are
+    lazy proxies that load the client's whole API (1,500 modules, 50 MB) when their class is asked. A process that
+    imported `openai` keeps the modules it had."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = ("import os, sys, openai, webeval.runtime.input as i\nbefore = len(sys.modules)\ntry:\n"
+              "    i._pyautogui(None, dict(os.environ))\nexcept Exception as e:\n    print(type(e).__name__)\n"
+              "print('openai.resources.beta' in sys.modules, len(sys.modules) - before)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
+    assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
+    loaded_beta, added = done.stdout.split()[-2:]
+    assert loaded_beta == "False", done.stdout
+    assert int(added) < 300, done.stdout  # PyAutoGUI and python-xlib: about 100

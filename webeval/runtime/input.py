@@ -87,11 +87,14 @@ def _their_leaks() -> Iterator[None]:
 def _close_import_leftovers() -> None:
     """What PyAutoGUI's imports opened and keep: mouseinfo's X connection, and the pipes of the `which` processes that
     pyscreeze and mouseinfo run (kept in their globals, or in the frames of an import that failed). Left open, they
-    are the unclosed X11 socket and files reported when the process exits."""
+    are the unclosed X11 socket and files reported when the process exits.
+
+    `type(o)`, not `isinstance`: isinstance reads `o.__class__`, and a lazy proxy (openai's module-level `openai.beta`,
+    `openai.chat`, ...) loads what it stands for when asked: 1,500 modules and 50 MB in every process."""
     display = getattr(sys.modules.get("mouseinfo"), "_display", None)
     with contextlib.suppress(Exception):  # its X server may be gone already
         display.close()
-    for proc in [o for o in gc.get_objects() if isinstance(o, subprocess.Popen) and o.args[:1] == ["which"]]:
+    for proc in [o for o in gc.get_objects() if issubclass(type(o), subprocess.Popen) and o.args[:1] == ["which"]]:
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
