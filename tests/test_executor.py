@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from PIL import Image, ImageGrab
 import io
 
+from tests.conftest import ROOT
 from webeval.actions import Observation, parse_call
 from webeval.policy.oracle import OraclePolicy
 from webeval.tasks import OracleStep, Task
@@ -219,19 +223,18 @@ async def test_input_taken_by_a_selects_popup_settles_without_waiting_out_the_ca
     assert max(waited) < session.settler.cap_s / 2, waited
 
 
+def _against_a_dead_display(script: str, *python_args: str) -> subprocess.CompletedProcess:
+    """`script` in a fresh interpreter whose $DISPLAY names no X server."""
+    return subprocess.run([sys.executable, *python_args, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
+
+
 def test_an_input_device_whose_display_died_under_its_import_leaves_no_pipes_open():
     """PyAutoGUI's import runs `which` processes and then connects to $DISPLAY; when that display is gone, the import
     fails, and the pipes it opened must not be left for the interpreter's exit to report."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
     script = ("import os, webeval.runtime.input as i\ntry:\n    i._pyautogui(None, dict(os.environ))\n"
               "except Exception as e:\n    print(type(e).__name__)\n")
-    done = subprocess.run([sys.executable, "-W", "default", "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
+    done = _against_a_dead_display(script, "-W", "default")
     assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
     assert "BufferedReader" not in done.stderr, done.stderr
 
@@ -240,17 +243,10 @@ def test_closing_pyautoguis_leftovers_loads_nothing_a_lazy_proxy_stands_for():
     """Looking for PyAutoGUI's pipes walks every object of the process; `openai.beta`, `openai.chat` and the like are
     lazy proxies that load the client's whole API (1,500 modules, 50 MB) when their class is asked. A process that
     imported `openai` keeps the modules it had."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
     script = ("import os, sys, openai, webeval.runtime.input as i\nbefore = len(sys.modules)\ntry:\n"
               "    i._pyautogui(None, dict(os.environ))\nexcept Exception as e:\n    print(type(e).__name__)\n"
               "print('openai.resources.beta' in sys.modules, len(sys.modules) - before)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "DISPLAY": ":98", "XAUTHORITY": "/nonexistent"}, timeout=60)
+    done = _against_a_dead_display(script)
     assert "DisplayConnectionError" in done.stdout, done.stdout + done.stderr
     loaded_beta, added = done.stdout.split()[-2:]
     assert loaded_beta == "False", done.stdout
