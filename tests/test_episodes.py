@@ -176,3 +176,39 @@ async def test_an_error_raised_as_the_browser_is_killed_under_watched_work_is_in
         await session.close()
     await runtime.ready()
     assert runtime.browser.alive
+
+
+async def test_a_tab_whose_renderer_dies_as_it_opens_is_infra(runtime, tmp_path):
+    """Every renderer the browser starts is killed the moment it appears, so the task's first tab cannot open
+    (Chromium answers "Target crashed"): the renderer's death, never a bug of the harness; the browser lives on."""
+    import os
+    import signal
+    import threading
+
+    import psutil
+
+    from webeval.outcomes.record import InfraError
+
+    def kill_renderers(browser: psutil.Process, stop: threading.Event) -> None:
+        while not stop.wait(0.001):
+            for process in browser.children(recursive=True):
+                try:
+                    if "--type=renderer" in process.cmdline():
+                        os.kill(process.pid, signal.SIGKILL)
+                except psutil.Error:
+                    continue
+
+    await runtime.ready()
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_renderers, args=(psutil.Process(runtime.browser.browser_pid), stop))
+    killer.start()
+    try:
+        with pytest.raises(InfraError) as info:
+            await runtime.browser.new_session(tmp_path)
+    finally:
+        stop.set()
+        killer.join()
+    assert info.value.kind == "renderer" and "Target crashed" in str(info.value), info.value
+    assert runtime.browser.alive
+    session = await runtime.browser.new_session(tmp_path)
+    await session.close()

@@ -207,7 +207,8 @@ class Browser:
         except (PlaywrightError, TimeoutError) as exc:
             if context is not None:
                 await close_context(context)
-            dead = self.dead_part()
+            # Chromium answers "Target crashed" when the new tab's renderer died (killed, or out of memory).
+            dead = self.dead_part() or ("renderer" if "Target crashed" in str(exc) else None)
             if dead is None and not isinstance(exc, TimeoutError):
                 raise  # the browser is there and answered: an error of ours, not of the infrastructure
             what = str(exc).splitlines()[0] if str(exc) else f"no answer within {CONTEXT_OPEN_S:g} s"
