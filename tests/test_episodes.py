@@ -128,6 +128,23 @@ async def test_nothing_leaks_from_one_task_to_the_next(runtime, lab_server, tmp_
         await second.close()
 
 
+async def test_a_tasks_page_is_its_only_renderer(runtime, sites, tmp_path):
+    """A task's context starts one renderer, its page's: no spare kept warm for another site, no renderer for the
+    omnibox's popups in a toolbar above the screen (each a process started and closed unused with every task)."""
+    import psutil
+
+    await runtime.ready()
+    session = await runtime.browser.new_session(tmp_path)
+    try:
+        await session.goto(OfflineSites(sites).prepare(BY_ID["Shop--0"]).task.start_url)
+        await session.settle()
+        browser = psutil.Process(runtime.browser.browser_pid)
+        renderers = [p for p in browser.children(recursive=True) if "--type=renderer" in p.cmdline()]
+        assert len(renderers) == 1, f"{len(renderers)} renderers for one page"
+    finally:
+        await session.close()
+
+
 async def test_a_dead_browser_is_relaunched_before_the_next_task(runtime, tmp_path):
     from tests.conftest import chromium_pids
     import os
