@@ -75,6 +75,13 @@ def loadavg() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def machine_busy_s() -> float:
+    """The CPU-seconds every core of the machine has spent busy since boot: over a run on a quiet machine, what the
+    run cost, its orphans (Chromium's helpers reparented away from the run) included."""
+    times = psutil.cpu_times()
+    return times.user + times.nice + times.system + times.irq + times.softirq
+
+
 # -- processes: a run's whole tree (and whatever carries its marker), their memory and CPU ------------------------
 def run_processes(root: int, marker: str | None = None) -> list[int]:
     """The descendants of `root`, and processes whose environment holds `marker` (NAME=value) however reparented.

@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import ROOT, Figure, cli, cpu_s, kind_of, loadavg, median, pss_kb, run_processes
+from bench.common import (ROOT, Figure, cli, cpu_s, kind_of, loadavg, machine_busy_s, median, pss_kb,
+                          run_processes)
 from fixtures.openai_stub import OpenAIStub, call
 
 ONE_WORKER_TASKS = " or ".join(f"{site}--{n}]" for site in ("Dictionary", "Flights", "News", "Recipes", "Shop")
@@ -58,6 +59,7 @@ class SuiteRun:
     samples: list[Sample] = field(default_factory=list)
     cpu_total_s: float = 0.0
     tail: str = ""
+    machine_busy_s: float = 0.0  # the whole machine's busy CPU-seconds over the run
 
     def first(self, event: str) -> dict[str, float]:
         return {w: min(e[event]) for w, e in self.events.items() if e.get(event)}
@@ -154,6 +156,7 @@ def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeou
                "-q", "-p", "no:cacheprovider", *extra] + (["-k", select] if select else [])
     samples: list[Sample] = []
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy_before = machine_busy_s()
     launched = time.time()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
@@ -180,6 +183,7 @@ def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeou
         done.set()
         sampler.join()
     wall = time.time() - launched
+    busy = machine_busy_s() - busy_before
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     events: dict[str, dict[str, list[float]]] = {}
     for path in logs.glob("*.jsonl"):
@@ -189,7 +193,8 @@ def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeou
                 event = json.loads(line)
                 worker.setdefault(event["ev"], []).append(event["t"])
     cpu_total = (children.ru_utime + children.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
-    return SuiteRun(workers, launched, wall, proc.returncode, events, samples, round(cpu_total, 1), output[-1500:])
+    return SuiteRun(workers, launched, wall, proc.returncode, events, samples, round(cpu_total, 1), output[-1500:],
+                    round(busy, 1))
 
 
 def _summary(run: SuiteRun) -> dict:

@@ -26,7 +26,9 @@ def measure(slots: int = 8) -> list[Figure]:
     complete = one.exit == 0 and many.exit == 0
     details = {"slots_1_wall_s": round(one.wall_s, 1), f"slots_{slots}_wall_s": round(many.wall_s, 1),
                "exits": [one.exit, many.exit], "ideal": 7.5, "model_delay_s": 1.0, "load_before": load_before,
-               "load_after": loadavg(), "cpu_total_s": [one.cpu_total_s, many.cpu_total_s]}
+               "load_after": loadavg(), "cpu_total_s": [one.cpu_total_s, many.cpu_total_s],
+               "machine_busy_s": [one.machine_busy_s, many.machine_busy_s],
+               "cores_busy": [round(one.machine_busy_s / one.wall_s, 2), round(many.machine_busy_s / many.wall_s, 2)]}
     if not complete:
         details["tails"] = [one.tail, many.tail]
     return [Figure("whole_run_slots_8_over_1", round(one.wall_s / many.wall_s, 2) if complete else None, 6.0, "x",
