@@ -196,8 +196,9 @@ async def test_an_error_raised_as_the_browser_is_killed_under_watched_work_is_in
 
 
 async def test_a_tab_whose_renderer_dies_as_it_opens_is_infra(runtime, tmp_path):
-    """Every renderer the browser starts is killed the moment it appears, so the task's first tab cannot open
-    (Chromium answers "Target crashed"): the renderer's death, never a bug of the harness; the browser lives on."""
+    """Every renderer the browser starts is killed as soon as it is seen, so the task's first tab cannot open
+    (Chromium answers "Target crashed"): the renderer's death, never a bug of the harness; the browser lives on.
+    (A tab that opened before its renderer was seen is tried again: the race is the killer's, at most 5 times.)"""
     import os
     import signal
     import threading
@@ -219,13 +220,20 @@ async def test_a_tab_whose_renderer_dies_as_it_opens_is_infra(runtime, tmp_path)
     stop = threading.Event()
     killer = threading.Thread(target=kill_renderers, args=(psutil.Process(runtime.browser.browser_pid), stop))
     killer.start()
+    raised = None
     try:
-        with pytest.raises(InfraError) as info:
-            await runtime.browser.new_session(tmp_path)
+        for _ in range(5):
+            try:
+                opened = await runtime.browser.new_session(tmp_path)
+            except InfraError as error:
+                raised = error
+                break
+            await opened.close()
     finally:
         stop.set()
         killer.join()
-    assert info.value.kind == "renderer" and "Target crashed" in str(info.value), info.value
+    assert raised is not None, "the tab opened every time before its renderer was killed"
+    assert raised.kind == "renderer" and "Target crashed" in str(raised), raised
     assert runtime.browser.alive
     session = await runtime.browser.new_session(tmp_path)
     await session.close()
