@@ -194,7 +194,7 @@ def run_suite(workers: int, base_url: str, tmp: Path, select: str | None, timeou
                 worker.setdefault(event["ev"], []).append(event["t"])
     cpu_total = (children.ru_utime + children.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
     return SuiteRun(workers, launched, wall, proc.returncode, events, samples, round(cpu_total, 1), output[-1500:],
-                    round(busy, 1))
+                    machine_busy_s=round(busy, 1))
 
 
 def _summary(run: SuiteRun) -> dict:

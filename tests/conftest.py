@@ -46,6 +46,22 @@ def chromium_pids(display: str) -> list[int]:
     return [pid for pid in processes_with(f"DISPLAY={display}") if "chrom" in " ".join(command_line(pid))]
 
 
+def renderers(browser_pid: int) -> list[psutil.Process]:
+    """A Chromium's renderer processes: its descendants started with --type=renderer."""
+    try:
+        descendants = psutil.Process(browser_pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    found = []
+    for process in descendants:
+        try:
+            if "--type=renderer" in process.cmdline():
+                found.append(process)
+        except psutil.Error:  # gone since
+            continue
+    return found
+
+
 def processes_with(marker: str) -> list[int]:
     """The processes whose environment holds `marker` (NAME=VALUE), of those this user may read."""
     name, _, value = marker.partition("=")

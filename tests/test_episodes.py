@@ -131,16 +131,15 @@ async def test_nothing_leaks_from_one_task_to_the_next(runtime, lab_server, tmp_
 async def test_a_tasks_page_is_its_only_renderer(runtime, sites, tmp_path):
     """A task's context starts one renderer, its page's: no spare kept warm for another site, no renderer for the
     omnibox's popups in a toolbar above the screen (each a process started and closed unused with every task)."""
-    import psutil
+    from tests.conftest import renderers
 
     await runtime.ready()
     session = await runtime.browser.new_session(tmp_path)
     try:
         await session.goto(OfflineSites(sites).prepare(BY_ID["Shop--0"]).task.start_url)
         await session.settle()
-        browser = psutil.Process(runtime.browser.browser_pid)
-        renderers = [p for p in browser.children(recursive=True) if "--type=renderer" in p.cmdline()]
-        assert len(renderers) == 1, f"{len(renderers)} renderers for one page"
+        started = renderers(runtime.browser.browser_pid)
+        assert len(started) == 1, f"{len(started)} renderers for one page"
     finally:
         await session.close()
 
@@ -199,26 +198,23 @@ async def test_a_tab_whose_renderer_dies_as_it_opens_is_infra(runtime, tmp_path)
     """Every renderer the browser starts is killed as soon as it is seen, so the task's first tab cannot open
     (Chromium answers "Target crashed"): the renderer's death, never a bug of the harness; the browser lives on.
     (A tab that opened before its renderer was seen is tried again: the race is the killer's, at most 5 times.)"""
-    import os
-    import signal
+    import contextlib
     import threading
 
     import psutil
 
+    from tests.conftest import renderers
     from webeval.outcomes.record import InfraError
 
-    def kill_renderers(browser: psutil.Process, stop: threading.Event) -> None:
+    def kill_renderers(browser_pid: int, stop: threading.Event) -> None:
         while not stop.wait(0.001):
-            for process in browser.children(recursive=True):
-                try:
-                    if "--type=renderer" in process.cmdline():
-                        os.kill(process.pid, signal.SIGKILL)
-                except psutil.Error:
-                    continue
+            for process in renderers(browser_pid):
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
 
     await runtime.ready()
     stop = threading.Event()
-    killer = threading.Thread(target=kill_renderers, args=(psutil.Process(runtime.browser.browser_pid), stop))
+    killer = threading.Thread(target=kill_renderers, args=(runtime.browser.browser_pid, stop))
     killer.start()
     raised = None
     try:

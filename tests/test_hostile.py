@@ -8,6 +8,7 @@ forbidden ways out (file: and chrome: links, redirects, typed addresses, `naviga
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from PIL import Image
 
 from fixtures.openai_stub import OpenAIStub, Reply
 from fixtures.sites.hostile import DONE, ENTER, MARKER_RGB, PAGES, slot
+from tests.conftest import renderers
 from tests.runs import Run, browser_main_pids, records, wait_for
 from tests.scripted import Seen, click, finish, focus_tab, key, navigate, seen, type_text, wait
 
@@ -87,16 +89,9 @@ class Script:
 def _kill_renderers(job: Run | None) -> None:
     """SIGKILL every renderer of the run's browser: the active tab's page crashes, the browser lives on."""
     for pid in browser_main_pids(job) if job is not None else []:
-        try:
-            descendants = psutil.Process(pid).children(recursive=True)
-        except psutil.Error:
-            continue
-        for process in descendants:
-            try:
-                if "--type=renderer" in process.cmdline():
-                    process.send_signal(signal.SIGKILL)
-            except psutil.Error:
-                continue
+        for process in renderers(pid):
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGKILL)
 
 
 def _pixel(path: Path, x: int, y: int) -> tuple[int, int, int]:
