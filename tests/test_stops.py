@@ -87,3 +87,25 @@ def test_a_signal_at_a_random_moment_stops_the_session_as_ctrl_c_and_resume_comp
     parsed_records(run_dir)
     assert {task for task, statuses in allure_tasks(run_dir).items() if "passed" in statuses} == set(SUBSET), \
         "a recorded task without its Allure result"
+
+
+def test_a_stop_under_slots_starts_no_more_episodes(tmp_path):
+    """With --slots, most of the session's tasks wait for a slot: a stop cancels them too. The episodes in flight end
+    as interrupted, no episode begins after the signal, and the session ends without waiting out its grace."""
+    run_dir = tmp_path / "run"
+    job = Run(["--slots", "2", "suites/local", "-k", "Dictionary or News", "--run-dir", str(run_dir),
+               "-p", "no:randomly"], run_dir)
+    wait_for(lambda: list((run_dir / "tasks").glob("*/attempt-*/step-001.png")), timeout=120,
+             what="the first episode's first step")
+    time.sleep(1.0)
+    os.kill(job.proc.pid, signal.SIGTERM)
+    began, signalled_at = time.monotonic(), time.time()
+    assert job.wait(timeout=GRACE_S + 30) == 12, job.output[-3000:]
+    took = time.monotonic() - began
+    assert took < 15, f"the session took {took:.1f} s to stop:\n{job.output[-3000:]}"
+    late = sorted(path.parent.parent.name for path in (run_dir / "tasks").glob("*/attempt-*/step-001.png")
+                  if path.stat().st_mtime > signalled_at + 1.5)
+    assert not late, f"episodes that began after the signal: {late}"
+    found = parsed_records(run_dir)
+    assert found and {(r["outcome"], r["kind"]) for r in found if r["outcome"] != "passed"} <= {
+        ("infra_error", "interrupted")}, found

@@ -151,16 +151,13 @@ def _attempts(request: pytest.FixtureRequest, settings: Settings, run_dir: RunDi
     if settings.slots > 1:
         request.getfixturevalue("webeval_scheduler")
 
-        def watched(slot) -> Evaluation:  # called in the attempt's own task: a stop cancels that task
-            if stop is not None:
-                stop.watch()
-            return evaluation(slot)
-
         async def scheduled(task: Task) -> Attempt:
             if SCHEDULER not in config.stash:  # the first task: every selected task is handed to the slots now
                 pool = SlotPool([make_runtime(config, settings) for _ in range(settings.slots)])
-                config.stash[SCHEDULER] = TaskScheduler(pool, watched)
-                config.stash[SCHEDULER].schedule(request.session.items)
+                config.stash[SCHEDULER] = scheduler = TaskScheduler(pool, evaluation)
+                scheduler.schedule(request.session.items)
+                for attempt in scheduler.attempts.values() if stop is not None else ():
+                    stop.watch(attempt)
             return await _unless_stopped(item, evaluation(None), task, config.stash[SCHEDULER].attempt(item))
 
         return scheduled

@@ -100,9 +100,9 @@ class Stopping:
         self.hard = True
         _thread.interrupt_main(signal.SIGINT)
 
-    def watch(self) -> None:
-        """The running asyncio task is a task's attempt (with --slots, not the test's own): a stop cancels it."""
-        task = asyncio.current_task()
+    def watch(self, task: asyncio.Task) -> None:
+        """`task` is a task's attempt (with --slots, not the test's own): a stop cancels it, whether it runs or still
+        waits for a slot (a stop starts no more episodes)."""
         self.flying[task] = asyncio.get_running_loop()
         task.add_done_callback(lambda done: self.flying.pop(done, None))
 
